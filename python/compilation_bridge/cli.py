@@ -1,0 +1,41 @@
+"""The `compilation-bridge` command: one sub-command per module under `compilation_bridge.commands`.
+
+Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`, and is
+imported only when its sub-command runs, so `compilation-bridge serve` never pays for torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# sub-command name -> (module under compilation_bridge.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "inspect": ("inspect", "build a CompilationConfig/VllmConfig and print its fields, ranges and hash"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="compilation-bridge", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name, (_module, help_text) in COMMANDS.items():
+        subparsers.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in COMMANDS:
+        build_parser().parse_args(argv)  # prints usage and exits
+        return 2
+    module_name, help_text = COMMANDS[argv[0]]
+    module = importlib.import_module(f"compilation_bridge.commands.{module_name}")
+    parser = argparse.ArgumentParser(prog=f"compilation-bridge {argv[0]}", description=help_text)
+    module.add_arguments(parser)
+    return int(module.run(parser.parse_args(argv[1:])))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Sub-commands of the `compilation-bridge` CLI, one module each (see `compilation_bridge.cli`)."""
