@@ -1,0 +1,71 @@
+"""Operator settings, fixed when the worker starts: platform, writable roots and code allowlist.
+
+Callers never change these; they come from the environment (and the CLI flags that set it) so that a
+hostile request cannot widen what the worker may import or where it may write.
+
+- ``COMPILATION_BRIDGE_PLATFORM``: ``cpu`` or ``cuda`` (default: detected from torch, read lazily).
+- ``COMPILATION_BRIDGE_ALLOWED_ROOTS``: ``os.pathsep``-separated directories under which cache and debug
+  files may be written (default: the system temporary directory and ``~/.cache/compilation-bridge``).
+- ``COMPILATION_BRIDGE_ALLOWED_CALLABLES``: comma-separated qualified names that config values naming code
+  (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
+ALLOWED_ROOTS_ENV = "COMPILATION_BRIDGE_ALLOWED_ROOTS"
+ALLOWED_CALLABLES_ENV = "COMPILATION_BRIDGE_ALLOWED_CALLABLES"
+PLATFORMS = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class Settings:
+    platform: str | None
+    allowed_roots: tuple[Path, ...]
+    allowed_callables: frozenset[str]
+
+    def is_path_allowed(self, path: str | os.PathLike[str]) -> bool:
+        """True when `path` (resolved, symlinks followed) lies under one of the allowed roots."""
+        resolved = Path(path).expanduser().resolve()
+        return any(resolved.is_relative_to(root) for root in self.allowed_roots)
+
+
+def user_cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compilation-bridge"
+
+
+def _platform_from_env() -> str | None:
+    value = os.environ.get(PLATFORM_ENV, "").strip().lower()
+    if not value:
+        return None
+    if value not in PLATFORMS:
+        raise ValueError(f"{PLATFORM_ENV} must be one of {', '.join(PLATFORMS)}, got {value!r}")
+    return value
+
+
+def _roots_from_env() -> tuple[Path, ...]:
+    raw = os.environ.get(ALLOWED_ROOTS_ENV)
+    roots = raw.split(os.pathsep) if raw else [tempfile.gettempdir(), str(user_cache_dir())]
+    return tuple(Path(r).expanduser().resolve() for r in roots if r)
+
+
+def _callables_from_env() -> frozenset[str]:
+    raw = os.environ.get(ALLOWED_CALLABLES_ENV, "")
+    return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
+@functools.cache
+def get_settings() -> Settings:
+    return Settings(_platform_from_env(), _roots_from_env(), _callables_from_env())
+
+
+def reload_settings() -> Settings:
+    """Re-read the environment (start-up flags set it before serving; tests change it)."""
+    get_settings.cache_clear()
+    return get_settings()
