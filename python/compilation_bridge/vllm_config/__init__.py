@@ -1,0 +1,28 @@
+"""vLLM 0.14.0's compilation configuration, re-implemented without vLLM or a GPU.
+
+Names, fields, defaults, validators, error types and messages, `repr`, equality and `compute_hash()`
+follow vLLM 0.14.0 (`vllm.config`). Importing this package never imports torch.
+"""
+
+from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
+from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
+from compilation_bridge.vllm_config.enums import (
+    CompilationMode,
+    CUDAGraphMode,
+    DynamicShapesType,
+    OptimizationLevel,
+)
+from compilation_bridge.vllm_config.pass_config import PassConfig
+from compilation_bridge.vllm_config.range import Range
+
+__all__ = [
+    "CUDAGraphMode",
+    "CompilationConfig",
+    "CompilationMode",
+    "DynamicShapesConfig",
+    "DynamicShapesType",
+    "OptimizationLevel",
+    "PassConfig",
+    "Range",
+    "set_vllm_backend_factory",
+]

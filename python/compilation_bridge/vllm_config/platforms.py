@@ -1,0 +1,158 @@
+"""The platforms vLLM's config logic branches on: `cpu` (vLLM's CpuPlatform) and `cuda` (CudaPlatform).
+
+`cuda` is planning, not running: it models one node of 8 GPUs of compute capability 9.0 with 80 GiB
+each, so the whole CUDA side of `VllmConfig.__post_init__` runs on a machine without a GPU. The operator
+picks the platform (`COMPILATION_BRIDGE_PLATFORM`, `--platform`); otherwise it is detected from the
+installed torch build without importing torch.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from compilation_bridge.settings import PLATFORMS, get_settings
+
+if TYPE_CHECKING:
+    from compilation_bridge.vllm_config.vllm import VllmConfig
+
+
+class Platform:
+    name = "unspecified"
+    device_type = "cpu"
+    simple_compile_backend = "inductor"
+
+    def is_cpu(self) -> bool:
+        return False
+
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_cuda_alike(self) -> bool:
+        return self.is_cuda()
+
+    def get_compile_backend(self) -> str:
+        return self.simple_compile_backend
+
+    def support_static_graph_mode(self) -> bool:
+        return False
+
+    def support_hybrid_kv_cache(self) -> bool:
+        return False
+
+    def get_device_capability(self) -> tuple[int, int] | None:
+        return None
+
+    def device_count(self) -> int:
+        return 0
+
+    def default_block_size(self) -> int:
+        return 16
+
+    def check_and_update_config(self, vllm_config: VllmConfig) -> None:
+        """The compilation-relevant part of the platform's `check_and_update_config`."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class CpuPlatform(Platform):
+    name = "cpu"
+    device_type = "cpu"
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def support_hybrid_kv_cache(self) -> bool:
+        return True
+
+    def default_block_size(self) -> int:
+        return 128
+
+    def check_and_update_config(self, vllm_config: VllmConfig) -> None:
+        from compilation_bridge.vllm_config.enums import CompilationMode
+
+        if vllm_config.model_config is not None:
+            vllm_config.model_config.disable_cascade_attn = True
+        vllm_config.scheduler_config.async_scheduling = False
+        parallel = vllm_config.parallel_config
+        if parallel.world_size > 1 and parallel.distributed_executor_backend not in (None, "mp"):
+            parallel.distributed_executor_backend = "mp"
+        compilation_config = vllm_config.compilation_config
+        compilation_config.cudagraph_capture_sizes = []
+        if compilation_config.mode == CompilationMode.VLLM_COMPILE:
+            # vLLM's CPU backend runs one Dynamo trace handed whole to Inductor.
+            backend = "eager" if os.environ.get("VLLM_CPU_CI_ENV", "0") != "0" else "inductor"
+            compilation_config.mode = CompilationMode.DYNAMO_TRACE_ONCE
+            compilation_config.backend = backend
+            compilation_config.inductor_compile_config.update(
+                {"dce": True, "size_asserts": False, "nan_asserts": False, "epilogue_fusion": True}
+            )
+
+
+class CudaPlatform(Platform):
+    name = "cuda"
+    device_type = "cuda"
+    capability = (9, 0)
+    gpus_per_node = 8
+    memory_per_gpu = 80 * 2**30
+
+    def is_cuda(self) -> bool:
+        return True
+
+    def support_static_graph_mode(self) -> bool:
+        return True
+
+    def support_hybrid_kv_cache(self) -> bool:
+        return True
+
+    def get_device_capability(self) -> tuple[int, int] | None:
+        return self.capability
+
+    def device_count(self) -> int:
+        return self.gpus_per_node
+
+
+_PLATFORM_CLASSES: dict[str, type[Platform]] = {"cpu": CpuPlatform, "cuda": CudaPlatform}
+_selected: Platform | None = None
+
+
+def _detect() -> str:
+    """CUDA when the installed torch is a CUDA build and an NVIDIA driver is present; CPU otherwise."""
+    try:
+        torch_build = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "cpu"
+    if "+cpu" in torch_build or not Path("/proc/driver/nvidia/version").exists():
+        return "cpu"
+    return "cuda"
+
+
+def set_platform(name: str) -> Platform:
+    """Select the platform for this process (the operator's choice, or a test's)."""
+    global _selected
+    if name not in _PLATFORM_CLASSES:
+        raise ValueError(f"platform must be one of {', '.join(PLATFORMS)}, got {name!r}")
+    _selected = _PLATFORM_CLASSES[name]()
+    return _selected
+
+
+def get_platform() -> Platform:
+    if _selected is None:
+        return set_platform(get_settings().platform or _detect())
+    return _selected
+
+
+class _CurrentPlatform:
+    """`current_platform` as in vLLM: attribute access goes to the platform selected now."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(get_platform(), name)
+
+    def __repr__(self) -> str:
+        return repr(get_platform())
+
+
+current_platform: Any = _CurrentPlatform()
