@@ -502,7 +502,7 @@ class CompilationConfig:
             return []
         split_points = sorted(set(self.compile_ranges_split_points))
         starts = [0, *split_points[:-1]]
-        return [Range(start=s + 1, end=e) for s, e in zip(starts, split_points, strict=True)]
+        return [Range(start=s + 1, end=e) for s, e in zip(starts, split_points, strict=False)]
 
 
 @functools.cache
