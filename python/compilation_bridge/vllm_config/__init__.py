@@ -5,6 +5,7 @@ follow vLLM 0.14.0 (`vllm.config`). Importing this package never imports torch.
 """
 
 from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
+from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
 from compilation_bridge.vllm_config.enums import (
     CompilationMode,
@@ -12,17 +13,26 @@ from compilation_bridge.vllm_config.enums import (
     DynamicShapesType,
     OptimizationLevel,
 )
+from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.range import Range
+from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
     "CUDAGraphMode",
     "CompilationConfig",
     "CompilationMode",
+    "DeviceConfig",
     "DynamicShapesConfig",
     "DynamicShapesType",
+    "ModelConfig",
     "OptimizationLevel",
+    "ParallelConfig",
     "PassConfig",
     "Range",
+    "SchedulerConfig",
+    "VllmConfig",
     "set_vllm_backend_factory",
 ]

@@ -53,6 +53,8 @@ class Platform:
 
     def check_and_update_config(self, vllm_config: VllmConfig) -> None:
         """The compilation-relevant part of the platform's `check_and_update_config`."""
+        if vllm_config.cache_config.block_size is None:
+            vllm_config.cache_config.block_size = self.default_block_size()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
@@ -74,12 +76,14 @@ class CpuPlatform(Platform):
     def check_and_update_config(self, vllm_config: VllmConfig) -> None:
         from compilation_bridge.vllm_config.enums import CompilationMode
 
+        super().check_and_update_config(vllm_config)
         if vllm_config.model_config is not None:
             vllm_config.model_config.disable_cascade_attn = True
         vllm_config.scheduler_config.async_scheduling = False
         parallel = vllm_config.parallel_config
         if parallel.world_size > 1 and parallel.distributed_executor_backend not in (None, "mp"):
             parallel.distributed_executor_backend = "mp"
+        parallel.enable_dbo = False  # dual-batch overlap is not supported on CPU
         compilation_config = vllm_config.compilation_config
         compilation_config.cudagraph_capture_sizes = []
         if compilation_config.mode == CompilationMode.VLLM_COMPILE:

@@ -1,0 +1,29 @@
+"""`DeviceConfig`: which device type the model runs on ("auto" follows the platform)."""
+
+from dataclasses import field
+from typing import Any
+
+from pydantic.dataclasses import dataclass
+
+from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
+from compilation_bridge.vllm_config.platforms import current_platform
+
+
+@vllm_name("vllm.config.device.DeviceConfig")
+@dataclass
+class DeviceConfig:
+    # vLLM turns this into a torch.device; it stays the device-type string here so that config work
+    # never imports torch.
+    device: str | None = "auto"
+    device_type: str = field(init=False)
+
+    def compute_hash(self) -> str:
+        factors: list[Any] = []
+        return safe_hash(str(factors).encode()).hexdigest()
+
+    def __post_init__(self) -> None:
+        if self.device == "auto":
+            self.device_type = current_platform.device_type
+        else:
+            self.device_type = str(self.device).split(":")[0]
+        self.device = None if self.device_type == "tpu" else self.device_type

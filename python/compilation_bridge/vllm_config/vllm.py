@@ -1,0 +1,386 @@
+"""`VllmConfig`: the compilation-relevant part of vLLM 0.14.0's engine config.
+
+`__post_init__` follows vLLM's order step by step wherever a step touches compilation (mode and
+cudagraph defaults, optimization-level defaults, cudagraph sizes, compile ranges, the platform's
+update, splitting ops). Like vLLM it keeps and mutates the CompilationConfig it is given.
+"""
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+from compilation_bridge.vllm_config.compilation import CompilationConfig
+from compilation_bridge.vllm_config.device import DeviceConfig
+from compilation_bridge.vllm_config.engine_defaults import AttentionConfig, CacheConfig, empty_factors_hash
+from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
+from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
+from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
+from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVEL_TO_CONFIG
+from compilation_bridge.vllm_config.parallel import ParallelConfig
+from compilation_bridge.vllm_config.platforms import current_platform
+from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+
+VLLM_VERSION = "0.14.0"  # the release whose behaviour (and hash factor) this package reproduces
+_ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
+
+
+@vllm_name("vllm.config.vllm.VllmConfig")
+@dataclass(config=ConfigDict(arbitrary_types_allowed=True))
+class VllmConfig:
+    model_config: ModelConfig = Field(default=None)
+    parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
+    scheduler_config: SchedulerConfig = Field(default_factory=SchedulerConfig.default_factory)
+    device_config: DeviceConfig = Field(default_factory=DeviceConfig)
+    compilation_config: CompilationConfig = Field(default_factory=CompilationConfig)
+    instance_id: str = ""
+    optimization_level: OptimizationLevel = OptimizationLevel.O2
+    # Held at vLLM's defaults; part of the hash only.
+    cache_config: CacheConfig = dataclasses.field(default_factory=CacheConfig, init=False)
+    attention_config: AttentionConfig = dataclasses.field(default_factory=AttentionConfig, init=False)
+
+    def compute_hash(self) -> str:
+        """vLLM's engine hash: md5 of every sub-config's hash, first 10 hex digits."""
+        empty = empty_factors_hash()
+        vllm_factors: list[Any] = [
+            VLLM_VERSION,
+            self.model_config.compute_hash() if self.model_config else "None",
+            self.cache_config.compute_hash(),
+            self.parallel_config.compute_hash(),
+            self.scheduler_config.compute_hash(),
+            self.device_config.compute_hash(),
+            empty,  # load_config
+            self.attention_config.compute_hash(),
+            "None",  # lora_config
+            "None",  # speculative_config
+            empty,  # structured_outputs_config
+            empty,  # profiler_config
+            empty,  # observability_config
+            self.compilation_config.compute_hash(),
+            "None",  # kv_transfer_config
+            "None",  # ec_transfer_config
+            "None",  # additional_config
+        ]
+        return safe_hash(str([vllm_factors]).encode()).hexdigest()[:10]
+
+    def pad_for_cudagraph(self, batch_size: int) -> int:
+        # An IndexError above the largest capture size, by design (as in vLLM).
+        return self.compilation_config.bs_to_padded_graph_size[batch_size]
+
+    def compile_debug_dump_path(self) -> Path | None:
+        if self.compilation_config.debug_dump_path is None:
+            return None
+        rank, dp_rank = self.parallel_config.rank, self.parallel_config.data_parallel_index
+        return self.compilation_config.debug_dump_path / f"rank_{rank}_dp_{dp_rank}"
+
+    def __post_init__(self) -> None:
+        cc = self.compilation_config
+        self.instance_id = f"{time.time_ns()}"
+        if self.model_config is not None:
+            self.model_config.verify_with_parallel_config(self.parallel_config)
+            self.parallel_config.is_moe_model = self.model_config.is_moe
+        self._resolve_async_scheduling()
+
+        if (
+            self.optimization_level > OptimizationLevel.O0
+            and self.model_config is not None
+            and self.model_config.enforce_eager
+        ):
+            logger.warning("Enforce eager set, overriding optimization level to -O0")
+            self.optimization_level = OptimizationLevel.O0
+        if cc.backend == "eager" or (cc.mode is not None and cc.mode != CompilationMode.VLLM_COMPILE):
+            logger.warning(
+                "Inductor compilation was disabled by user settings, optimizations settings "
+                "that are only active during inductor compilation will be ignored."
+            )
+
+        if cc.mode is None:
+            cc.mode = (
+                CompilationMode.VLLM_COMPILE
+                if self.optimization_level > OptimizationLevel.O0
+                else CompilationMode.NONE
+            )
+        if all(s not in cc.custom_ops for s in ("all", "none")):
+            inductor_compiles = cc.backend == "inductor" and cc.mode != CompilationMode.NONE
+            cc.custom_ops.append("none" if inductor_compiles else "all")
+
+        self._apply_optimization_level_defaults(OPTIMIZATION_LEVEL_TO_CONFIG[self.optimization_level])
+
+        if cc.cudagraph_mode.requires_piecewise_compilation() and cc.mode != CompilationMode.VLLM_COMPILE:
+            logger.info(
+                "Cudagraph mode %s is not compatible with compilation mode %s.Overriding to NONE.",
+                cc.cudagraph_mode,
+                cc.mode,
+            )
+            cc.cudagraph_mode = CUDAGraphMode.NONE
+
+        if cc.pass_config.fuse_gemm_comms:
+            cc.pass_config.enable_sp = True
+        if cc.pass_config.enable_sp:
+            if "-rms_norm" in cc.custom_ops:
+                logger.warning("RMS norm force disabled, sequence parallelism might break")
+            else:
+                cc.custom_ops.append("+rms_norm")
+
+        self._plan_cudagraphs()
+        self._set_compile_ranges()
+        current_platform.check_and_update_config(self)
+        self._check_context_parallel_block_size()
+
+        moe_or_no_model = self.model_config is None or self.model_config.is_moe
+        effective_dp_size = self.parallel_config.data_parallel_size if moe_or_no_model else 1
+        cc.set_splitting_ops_for_v1(
+            all2all_backend=self.parallel_config.all2all_backend, data_parallel_size=effective_dp_size
+        )
+        self._add_rms_norm_for_sequence_parallelism()
+        self._check_cuda_cudagraph_mode()
+        self._check_microbatching()
+        self._resolve_debug_dump_path()
+
+    def _resolve_async_scheduling(self) -> None:
+        scheduler, parallel = self.scheduler_config, self.parallel_config
+        executor_backend = parallel.distributed_executor_backend
+        supports_async = executor_backend in _ASYNC_SCHEDULING_EXECUTORS
+        if scheduler.async_scheduling:
+            if parallel.pipeline_parallel_size > 1:
+                raise ValueError("Async scheduling is not yet compatible with pipeline_parallel_size > 1.")
+            if not supports_async:
+                raise ValueError(
+                    "Currently, async scheduling only supports `mp`, `uni`, or "
+                    "`external_launcher` distributed executor backend, but you chose "
+                    f"`{executor_backend}`."
+                )
+        elif scheduler.async_scheduling is None:
+            scheduler.async_scheduling = parallel.pipeline_parallel_size == 1 and supports_async
+        if parallel.disable_nccl_for_dp_synchronization is None:
+            parallel.disable_nccl_for_dp_synchronization = bool(scheduler.async_scheduling)
+
+    def _set_config_default(self, config_obj: Any, key: str, value: Any) -> None:
+        if getattr(config_obj, key) is None:
+            setattr(config_obj, key, value(self) if callable(value) else value)
+
+    def _apply_optimization_level_defaults(self, defaults: dict[str, Any]) -> None:
+        def apply_recursive(config_obj: Any, config_defaults: dict[str, Any]) -> None:
+            for key, value in config_defaults.items():
+                if not hasattr(config_obj, key):
+                    continue
+                current = getattr(config_obj, key)
+                if isinstance(value, dict) and dataclasses.is_dataclass(current):
+                    apply_recursive(current, value)
+                else:
+                    self._set_config_default(config_obj, key, value)
+
+        apply_recursive(self, defaults)
+
+    def _plan_cudagraphs(self) -> None:
+        """Step 10 of vLLM's post-init: only static-graph platforms (CUDA) keep cudagraphs."""
+        cc = self.compilation_config
+        if not current_platform.support_static_graph_mode():
+            cc.cudagraph_mode = CUDAGraphMode.NONE
+            return
+        model_config = self.model_config
+        if model_config is not None:
+            if cc.cudagraph_mode.has_full_cudagraphs() and model_config.pooler_config is not None:
+                warning_once(
+                    "Pooling models do not support full cudagraphs. Overriding cudagraph_mode to PIECEWISE."
+                )
+                cc.cudagraph_mode = CUDAGraphMode.PIECEWISE
+            elif model_config.is_encoder_decoder and cc.cudagraph_mode not in (
+                CUDAGraphMode.NONE,
+                CUDAGraphMode.FULL_DECODE_ONLY,
+            ):
+                info_once(
+                    "Encoder-decoder models do not support %s. "
+                    "Overriding cudagraph_mode to FULL_DECODE_ONLY.",
+                    cc.cudagraph_mode.name,
+                )
+                cc.cudagraph_mode = CUDAGraphMode.FULL_DECODE_ONLY
+        if model_config is not None and model_config.enforce_eager:
+            logger.info("Cudagraph is disabled under eager mode")
+            cc.cudagraph_mode = CUDAGraphMode.NONE
+            cc.max_cudagraph_capture_size = 0
+            cc.cudagraph_capture_sizes = []
+        else:
+            cc.cudagraph_num_of_warmups = 1
+        self._set_cudagraph_sizes()
+
+    def update_sizes_for_sequence_parallelism(self, possible_sizes: list[int]) -> list[int]:
+        tp = self.parallel_config.tensor_parallel_size
+        removed_sizes = [size for size in possible_sizes if size % tp != 0]
+        if removed_sizes:
+            logger.warning(
+                "Batch sizes %s are removed because they are not multiple of tp_size %d "
+                "when sequence parallelism is enabled",
+                removed_sizes,
+                tp,
+            )
+        return [size for size in possible_sizes if size % tp == 0]
+
+    def _set_cudagraph_sizes(self) -> None:
+        cc = self.compilation_config
+        if (
+            self.model_config is not None
+            and not self.model_config.enforce_eager
+            and cc.cudagraph_mode != CUDAGraphMode.NONE
+        ):
+            sizes = self._capture_sizes()
+            valid_max_size = sizes[-1] if sizes else 0
+            if cc.max_cudagraph_capture_size is not None and cc.max_cudagraph_capture_size != valid_max_size:
+                if cc.cudagraph_capture_sizes is not None:
+                    raise ValueError(
+                        "customized max_cudagraph_capture_size"
+                        f"(={cc.max_cudagraph_capture_size}) "
+                        "should be consistent with the max value of "
+                        f"cudagraph_capture_sizes(={valid_max_size})"
+                    )
+                logger.warning("Truncating max_cudagraph_capture_size to %d", valid_max_size)
+            cc.max_cudagraph_capture_size = valid_max_size
+            if cc.cudagraph_capture_sizes is not None and len(sizes) < len(cc.cudagraph_capture_sizes):
+                logger.warning(
+                    "cudagraph_capture_sizes specified in compilation_config %s is overridden by config %s",
+                    cc.cudagraph_capture_sizes,
+                    sizes,
+                )
+            cc.cudagraph_capture_sizes = sizes
+        else:
+            cc.max_cudagraph_capture_size = 0
+            cc.cudagraph_capture_sizes = []
+        cc.post_init_cudagraph_sizes()
+
+    def _capture_sizes(self) -> list[int]:
+        """The capture sizes vLLM would plan: the user's (filtered by the token budget) or its defaults."""
+        cc, scheduler = self.compilation_config, self.scheduler_config
+        max_size = cc.max_cudagraph_capture_size
+        if max_size is None:
+            decode_query_len = 1  # no speculative decoding here
+            max_size = min(scheduler.max_num_seqs * decode_query_len * 2, 512)
+        max_num_tokens = scheduler.max_num_batched_tokens
+        max_size = min(max_num_tokens, max_size)
+        assert max_size >= 1, (
+            "Maximum cudagraph size should be greater than or equal to 1 when using cuda graph."
+        )
+        if cc.cudagraph_capture_sizes is not None:
+            assert len(cc.cudagraph_capture_sizes) > 0, (
+                "cudagraph_capture_sizes should contain at least one element when using cuda graph."
+            )
+            # Filtered by the token budget, not by max_size: a vLLM quirk kept on purpose.
+            sizes = sorted(i for i in set(cc.cudagraph_capture_sizes) if i <= max_num_tokens)
+        else:
+            sizes = [i for i in [1, 2, 4] if i <= max_size]
+            if max_size >= 8:
+                sizes += list(range(8, min(max_size + 1, 256), 8))
+            if max_size >= 256:
+                sizes += list(range(256, max_size + 1, 16))
+        if self.parallel_config.tensor_parallel_size > 1 and cc.pass_config.enable_sp:
+            sizes = self.update_sizes_for_sequence_parallelism(sizes)
+        return sizes
+
+    def _set_compile_ranges(self) -> None:
+        cc = self.compilation_config
+        split_points: list[int] = []
+        max_num_batched_tokens = self.scheduler_config.max_num_batched_tokens
+        if max_num_batched_tokens is not None:
+            split_points.append(max_num_batched_tokens)
+        if cc.pass_config.fuse_allreduce_rms:
+            max_size = cc.pass_config.flashinfer_max_size(self.parallel_config.tensor_parallel_size)
+            if max_size is not None:
+                token_bytes = self.model_config.get_hidden_size() * self.model_config.dtype_itemsize
+                max_token_num = max_size // token_bytes
+                if max_num_batched_tokens is not None and max_token_num < max_num_batched_tokens:
+                    split_points.append(max_token_num)
+        if cc.compile_ranges_split_points is not None:
+            for x in cc.compile_ranges_split_points:
+                assert isinstance(x, int)
+                assert x > 0, f"Invalid compile range split point: {x}"
+                if max_num_batched_tokens is not None and x < max_num_batched_tokens and x > 1:
+                    split_points.append(x)
+        cc.compile_ranges_split_points = sorted(split_points)  # not deduplicated, as in vLLM
+
+    def _check_context_parallel_block_size(self) -> None:
+        parallel = self.parallel_config
+        if parallel.decode_context_parallel_size <= 1:
+            return
+        if (
+            parallel.dcp_kv_cache_interleave_size > 1
+            and parallel.cp_kv_cache_interleave_size != parallel.dcp_kv_cache_interleave_size
+        ):
+            parallel.cp_kv_cache_interleave_size = parallel.dcp_kv_cache_interleave_size
+        block_size = self.cache_config.block_size
+        interleave = parallel.cp_kv_cache_interleave_size
+        assert interleave <= block_size and block_size % interleave == 0, (
+            f"Block_size({block_size}) should be greater than or equal to and divisible by "
+            f"cp_kv_cache_interleave_size ({interleave})."
+        )
+
+    def _add_rms_norm_for_sequence_parallelism(self) -> None:
+        cc = self.compilation_config
+        if not cc.pass_config.enable_sp:
+            return
+        if cc.mode != CompilationMode.VLLM_COMPILE:
+            logger.warning(
+                "Sequence parallelism is enabled, but running in wrong vllm compile mode: %s.", cc.mode
+            )
+        is_fullgraph = cc.use_inductor_graph_partition or len(cc.splitting_ops) == 0
+        if self.parallel_config.pipeline_parallel_size > 1 or not is_fullgraph:
+            if "-rms_norm" not in cc.custom_ops:
+                cc.custom_ops.append("+rms_norm")
+            else:
+                regime = "Dynamo partition" if not is_fullgraph else "pipeline parallelism"
+                warning_once(
+                    "Sequence parallelism not supported with native rms_norm when using %s, "
+                    "this will likely lead to an error.",
+                    regime,
+                )
+
+    def _check_cuda_cudagraph_mode(self) -> None:
+        cc = self.compilation_config
+        if not current_platform.is_cuda_alike():
+            return
+        if (
+            cc.cudagraph_mode.has_full_cudagraphs()
+            and self.model_config is not None
+            and not self.model_config.disable_cascade_attn
+            and not cc.cudagraph_mode.has_piecewise_cudagraphs()
+        ):
+            warning_once(
+                "No piecewise cudagraph for executing cascade attention. Will fall back to eager "
+                "execution if a batch runs into cascade attentions."
+            )
+        if cc.cudagraph_mode.requires_piecewise_compilation():
+            assert cc.mode == CompilationMode.VLLM_COMPILE, (
+                "Compilation mode should be CompilationMode.VLLM_COMPILE "
+                "when cudagraph_mode piecewise cudagraphs is used, "
+                f"cudagraph_mode={cc.cudagraph_mode}"
+            )
+
+    def _check_microbatching(self) -> None:
+        if not self.parallel_config.use_ubatching:
+            return
+        a2a_backend = self.parallel_config.all2all_backend
+        assert a2a_backend in ["deepep_low_latency", "deepep_high_throughput"], (
+            "Microbatching currently only supports the deepep_low_latency and "
+            f"deepep_high_throughput all2all backend. {a2a_backend} is not "
+            "supported. To fix use --all2all-backend=deepep_low_latency or "
+            "--all2all-backend=deepep_high_throughput and install the DeepEP"
+            " kernels."
+        )
+        if not self.model_config.disable_cascade_attn:  # AttributeError without a model, as in vLLM
+            self.model_config.disable_cascade_attn = True
+
+    def _resolve_debug_dump_path(self) -> None:
+        cc = self.compilation_config
+        if cc.debug_dump_path:
+            cc.debug_dump_path = cc.debug_dump_path.absolute().expanduser()
+        env_path_text = os.environ.get("VLLM_DEBUG_DUMP_PATH")
+        if env_path_text is not None:
+            env_path = Path(env_path_text).absolute().expanduser()
+            if cc.debug_dump_path:
+                logger.warning(
+                    "Config-specified debug dump path is overridden by VLLM_DEBUG_DUMP_PATH to %s", env_path
+                )
+            cc.debug_dump_path = env_path
