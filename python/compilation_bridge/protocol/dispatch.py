@@ -1,0 +1,205 @@
+"""Tool dispatch: one decoded SnakeBridge payload plus the caller's session id in, a `Reply` out.
+
+Transport-agnostic: the gRPC servicer and the Erlang-port loop both call `Dispatcher.execute` /
+`Dispatcher.stream`. Failures never escape as exceptions from `execute`: they become error payloads.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from compilation_bridge.protocol import codec, streams
+from compilation_bridge.protocol.calls import HANDLERS, Call
+from compilation_bridge.protocol.errors import SnakeBridgeProtocolError, error_context, error_payload
+from compilation_bridge.protocol.refs import RefTable, ref_identity
+from compilation_bridge.surface import Surface, default_surface
+
+log = logging.getLogger("compilation_bridge.protocol")
+
+PROTOCOL_VERSION = 1
+MIN_SUPPORTED_VERSION = 1
+CALL_TOOL = "snakebridge.call"
+STREAM_TOOL = "snakebridge.stream"
+RELEASE_REF_TOOL = "snakebridge.release_ref"
+RELEASE_SESSION_TOOL = "snakebridge.release_session"
+HELPERS_TOOL = "snakebridge.helpers"
+STREAM_CALL_TYPES = {None: "function", "function": "function", "dynamic_stream": "dynamic"}
+
+
+@dataclass(frozen=True)
+class Reply:
+    success: bool
+    result: Any = None  # codec-encoded, JSON-ready
+    error: dict[str, Any] | None = None
+
+
+def _legacy_allowed() -> bool:
+    return os.environ.get("SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL", "").strip().lower() in ("1", "true", "yes")
+
+
+def check_protocol(payload: dict[str, Any]) -> None:
+    version = payload.get("protocol_version")
+    minimum = payload.get("min_supported_version")
+    if version is None and minimum is None and _legacy_allowed():
+        return
+    version = 0 if version is None else version
+    minimum = 0 if minimum is None else minimum
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (version, minimum))
+    if numeric and version >= MIN_SUPPORTED_VERSION and minimum <= PROTOCOL_VERSION:
+        return
+    raise SnakeBridgeProtocolError(
+        "SnakeBridge protocol version mismatch "
+        f"(caller_protocol_version={version}, caller_min_supported_version={minimum}, "
+        f"adapter_protocol_version={PROTOCOL_VERSION}, "
+        f"adapter_min_supported_version={MIN_SUPPORTED_VERSION}). "
+        "Ensure Elixir and Python SnakeBridge versions are compatible.",
+        details={"caller_protocol_version": version, "caller_min_supported_version": minimum},
+    )
+
+
+def session_of(payload: dict[str, Any], request_session_id: str) -> str:
+    """Refs are scoped by the payload's session id (SnakeBridge's), else the request's (Snakepit's)."""
+    session = payload.get("session_id")
+    if session is None or session == "":
+        return request_session_id
+    if not isinstance(session, str):
+        raise TypeError(f"session_id must be a string, not {type(session).__name__}")
+    return session
+
+
+class Dispatcher:
+    def __init__(self, surface: Surface | None = None, refs: RefTable | None = None) -> None:
+        self.surface = surface or default_surface()
+        self.refs = refs or RefTable()
+
+    # ---------------------------------------------------------------------------------- entry points
+    def execute(self, tool_name: str, payload: Any, request_session_id: str) -> Reply:
+        try:
+            return Reply(True, self._execute(tool_name, payload, request_session_id))
+        except Exception as exc:
+            return self.error_reply(exc, tool_name, payload, request_session_id)
+
+    def error_reply(self, exc: BaseException, tool_name: str, payload: Any, request_session_id: str) -> Reply:
+        if log.isEnabledFor(logging.INFO):
+            log.info("%s failed: %s: %s", tool_name, type(exc).__name__, exc)
+        context = error_context(tool_name, request_session_id, payload)
+        return Reply(False, error=error_payload(exc, context))
+
+    def stream(self, tool_name: str, payload: Any, request_session_id: str) -> Iterator[Any]:
+        """Encoded items for ExecuteStreamingTool. Raises on bad input (before the first item)."""
+        if tool_name != STREAM_TOOL:
+            yield self._execute(tool_name, payload, request_session_id)
+            return
+        payload = _payload_dict(payload)
+        check_protocol(payload)
+        session = session_of(payload, request_session_id)
+        call_type = payload.get("call_type")
+        if call_type not in STREAM_CALL_TYPES:
+            raise ValueError(f"Unsupported call_type for {STREAM_TOOL}: {call_type!r}")
+        call = self._decode_call(STREAM_CALL_TYPES[call_type], payload, session)
+        module = (
+            call.text("module_path", required="snakebridge.stream requires module_path")
+            if (call.call_type == "dynamic")
+            else call.text("python_module", "module", required="snakebridge.stream requires python_module")
+        )
+        function = call.text("function", required="snakebridge.stream requires function")
+        target = self.surface.module_attr(module, function)
+        hook = self.surface.progress_hook(module)
+        encode = self._encoder(session, payload)
+        if hook is None:
+            for item in streams.iterate_result(target(*call.args, **call.kwargs)):
+                yield encode(item)
+            return
+        for kind, value in streams.with_progress(lambda: target(*call.args, **call.kwargs), hook):
+            yield encode(value) if kind == "event" else {"event": "result", "result": encode(value)}
+
+    # ---------------------------------------------------------------------------------- tools
+    def _execute(self, tool_name: str, payload: Any, request_session_id: str) -> Any:
+        if tool_name == HELPERS_TOOL:
+            return []  # no helper pack here; the 0.16 runtime never asks
+        if tool_name not in (CALL_TOOL, STREAM_TOOL, RELEASE_REF_TOOL, RELEASE_SESSION_TOOL):
+            raise AttributeError(f"Tool '{tool_name}' not supported by SnakeBridgeAdapter")
+        payload = _payload_dict(payload)
+        check_protocol(payload)
+        session = session_of(payload, request_session_id)
+        if tool_name == RELEASE_REF_TOOL:
+            if payload.get("ref") is None:
+                raise ValueError("snakebridge.release_ref requires ref")
+            return self.refs.release(session, ref_identity(payload["ref"], session))
+        if tool_name == RELEASE_SESSION_TOOL:
+            return self.refs.release_session(session) if session else 0
+        call_type = payload.get("call_type") or "function"
+        if not isinstance(call_type, str) or call_type not in HANDLERS:
+            raise ValueError(f"Unsupported call_type: {call_type!r}")
+        call = self._decode_call(call_type, payload, session)
+        result = HANDLERS[call_type](call, self.surface)
+        return self._encoder(session, payload)(result)
+
+    def _decode_call(self, call_type: str, payload: dict[str, Any], session: str) -> Call:
+        args = payload.get("args")
+        kwargs = payload.get("kwargs")
+        args = [] if args is None else args
+        kwargs = {} if kwargs is None else kwargs
+        if not isinstance(args, list):
+            raise TypeError(f"args must be a list, not {type(args).__name__}")
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"kwargs must be an object, not {type(kwargs).__name__}")
+
+        def resolve(ref: Any) -> Any:
+            return self.refs.get(session, ref_identity(ref, session))
+
+        return Call(call_type, payload, codec.decode(args, resolve), codec.decode(kwargs, resolve), resolve)
+
+    def _encoder(self, session: str, payload: dict[str, Any]) -> Any:
+        """encode(result) for this call: non-data objects become refs in the caller's session."""
+        module = payload.get("python_module") or payload.get("module_path") or payload.get("library")
+        library = payload.get("library") or (module.split(".")[0] if isinstance(module, str) else None)
+
+        def encode(result: Any) -> Any:
+            created: list[str] = []
+
+            def make_ref(obj: Any, stream_type: str | None) -> dict[str, Any]:
+                ref_id = self.refs.put(session, obj)
+                created.append(ref_id)
+                return wire_ref(ref_id, session, module, library, obj, stream_type)
+
+            try:
+                return codec.Encoder(make_ref).encode(result)
+            except Exception:
+                # Safety net (as the reference): drop partial refs, hand the whole result back as one ref.
+                for ref_id in created:
+                    self.refs.release(session, ref_id)
+                return make_ref(result, None)
+
+        return encode
+
+
+def wire_ref(
+    ref_id: str, session: str, module: Any, library: Any, obj: Any, stream_type: str | None
+) -> dict[str, Any]:
+    type_name = type(obj).__name__
+    ref: dict[str, Any] = {
+        "__type__": "stream_ref" if stream_type else "ref",
+        "__schema__": codec.SCHEMA,
+        "id": ref_id,
+        "session_id": session,
+    }
+    if isinstance(module, str):
+        ref["python_module"] = module
+    if isinstance(library, str):
+        ref["library"] = library
+    ref["type_name"] = type_name
+    ref["__type_name__"] = type_name
+    if stream_type:
+        ref["stream_type"] = stream_type
+    return ref
+
+
+def _payload_dict(payload: Any) -> dict[str, Any]:
+    if not isinstance(payload, dict):
+        raise TypeError(f"tool parameters must be an object, not {type(payload).__name__}")
+    return payload

@@ -1,0 +1,71 @@
+"""Error payloads (Snakepit's `error_message` JSON) and the protocol's own exception types.
+
+Elixir maps `type` to `Snakepit.Error.<Type>` and keeps `message`, `stacktrace`, `traceback` and
+`context`; exceptions therefore travel in-band with `success=false`, never as gRPC status codes.
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+# Argument keys copied into the error context when the caller sent them (as the reference does).
+CONTEXT_KEYS = ("library", "python_module", "function", "call_type")
+# A pathological exception (huge message, deep recursion) must not produce an unbounded reply.
+MAX_MESSAGE_CHARS = 64 * 1024
+MAX_FRAMES = 64
+
+
+class SnakeBridgeProtocolError(Exception):
+    """The caller speaks a SnakeBridge protocol version this worker does not."""
+
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.details = details or {}
+
+
+class SnakeBridgeHelperNotFoundError(Exception):
+    """`call_helper` asked for a helper; this worker has no helper pack (SnakeBridge reacts to the name)."""
+
+
+class ExposureError(PermissionError):
+    """The name exists but the surface does not expose it (see DESIGN.md, security model)."""
+
+
+class WorkerBusyError(RuntimeError):
+    """Too many tool calls are in flight; refused instead of queued so that heartbeats keep a thread."""
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    return text[:MAX_MESSAGE_CHARS] + f"... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
+
+
+def error_context(tool_name: str, session_id: str, payload: Any) -> dict[str, str]:
+    context = {"tool_name": tool_name, "session_id": session_id}
+    if isinstance(payload, dict):
+        for key in CONTEXT_KEYS:
+            value = payload.get(key)
+            if value is not None:
+                context[key] = _bounded(str(value))
+        if "protocol_version" in payload:
+            context["payload_version"] = _bounded(str(payload["protocol_version"]))
+    return context
+
+
+def error_payload(exc: BaseException, context: dict[str, str]) -> dict[str, Any]:
+    """The JSON object Snakepit's `PythonTranslation.from_error_message` expects."""
+    try:
+        message = str(exc)
+    except Exception:  # an exception whose __str__ fails still has to be reported
+        message = f"<unprintable {type(exc).__name__}>"
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=MAX_FRAMES)
+    stacktrace = [_bounded(line) for line in frames]
+    return {
+        "type": type(exc).__name__,
+        "message": _bounded(message),
+        "stacktrace": stacktrace,
+        "traceback": _bounded("".join(stacktrace)),
+        "context": context,
+    }

@@ -1,0 +1,179 @@
+"""The ref table: live Python objects that callers hold by (session id, ref id).
+
+Semantics follow SnakeBridge's adapter: ids are uuid4 hex, TTL counts from the last access
+(`SNAKEBRIDGE_REF_TTL_SECONDS`, 0 = none), `SNAKEBRIDGE_REF_MAX` bounds the refs with LRU eviction,
+and the error messages are the exact strings SnakeBridge's Elixir side pattern-matches.
+
+One deliberate difference: `SNAKEBRIDGE_REF_MAX` is applied per session and eviction only ever drops
+the creating session's own least-recently-used refs, so that one caller cannot evict another's objects.
+The table as a whole is bounded separately (`COMPILATION_BRIDGE_MAX_TOTAL_REFS`); when it is full, new
+refs are refused rather than taken from other sessions.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+UNKNOWN_REF = "Unknown SnakeBridge reference: {}"
+SESSION_MISMATCH = "SnakeBridge reference session mismatch"
+INVALID_REF = "Invalid SnakeBridge reference payload"
+MISSING_ID = "SnakeBridge reference missing id"
+
+DEFAULT_REF_MAX = 10_000
+DEFAULT_MAX_TOTAL_REFS = 200_000
+
+
+@dataclass(frozen=True)
+class RefLimits:
+    ttl_seconds: float = 0.0
+    max_per_session: int = DEFAULT_REF_MAX
+    max_total: int = DEFAULT_MAX_TOTAL_REFS
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> RefLimits:
+        env = dict(os.environ) if env is None else env
+        return cls(
+            ttl_seconds=max(0.0, _number(env.get("SNAKEBRIDGE_REF_TTL_SECONDS"), float, 0.0)),
+            max_per_session=_number(env.get("SNAKEBRIDGE_REF_MAX"), int, DEFAULT_REF_MAX),
+            max_total=_number(env.get("COMPILATION_BRIDGE_MAX_TOTAL_REFS"), int, DEFAULT_MAX_TOTAL_REFS),
+        )
+
+
+def _number(raw: str | None, kind: Callable[[str], Any], default: Any) -> Any:
+    # Like the reference adapter: an unparsable value falls back to the default instead of crashing.
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        return default
+
+
+class _Entry:
+    __slots__ = ("last_access", "obj")
+
+    def __init__(self, obj: Any, now: float) -> None:
+        self.obj = obj
+        self.last_access = now
+
+
+class RefTable:
+    """Thread-safe; every operation first drops refs whose TTL has run out."""
+
+    def __init__(self, limits: RefLimits | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limits = limits or RefLimits.from_env()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sessions: dict[str, OrderedDict[str, _Entry]] = {}
+        # Every live ref in last-access order across sessions, so TTL pruning stops at the first live one.
+        self._by_access: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def put(self, session_id: str, obj: Any) -> str:
+        ref_id = uuid.uuid4().hex
+        with self._lock:
+            now = self._clock()
+            self._prune(now)
+            if self.limits.max_total > 0 and len(self._by_access) >= self.limits.max_total:
+                raise RuntimeError(
+                    f"SnakeBridge reference table is full ({len(self._by_access)} refs); "
+                    "release refs or sessions before creating more"
+                )
+            refs = self._sessions.setdefault(session_id, OrderedDict())
+            refs[ref_id] = _Entry(obj, now)
+            self._by_access[(session_id, ref_id)] = None
+            limit = self.limits.max_per_session
+            while limit > 0 and len(refs) > limit:
+                old_id, _ = refs.popitem(last=False)
+                del self._by_access[(session_id, old_id)]
+        return ref_id
+
+    def get(self, session_id: str, ref_id: str) -> Any:
+        with self._lock:
+            now = self._clock()
+            self._prune(now)
+            refs = self._sessions.get(session_id)
+            entry = refs.get(ref_id) if refs is not None else None
+            if entry is None:
+                raise KeyError(UNKNOWN_REF.format(ref_id))
+            entry.last_access = now
+            refs.move_to_end(ref_id)
+            self._by_access.move_to_end((session_id, ref_id))
+            return entry.obj
+
+    def release(self, session_id: str, ref_id: str) -> bool:
+        with self._lock:
+            self._prune(self._clock())
+            refs = self._sessions.get(session_id)
+            if refs is None or refs.pop(ref_id, None) is None:
+                return False
+            del self._by_access[(session_id, ref_id)]
+            if not refs:
+                del self._sessions[session_id]
+            return True
+
+    def release_session(self, session_id: str) -> int:
+        with self._lock:
+            self._prune(self._clock())
+            refs = self._sessions.pop(session_id, None)
+            if not refs:
+                return 0
+            for ref_id in refs:
+                del self._by_access[(session_id, ref_id)]
+            return len(refs)
+
+    def count(self, session_id: str | None = None) -> int:
+        with self._lock:
+            self._prune(self._clock())
+            if session_id is None:
+                return len(self._by_access)
+            return len(self._sessions.get(session_id, ()))
+
+    def _prune(self, now: float) -> None:
+        ttl = self.limits.ttl_seconds
+        if ttl <= 0:
+            return
+        while self._by_access:
+            session_id, ref_id = next(iter(self._by_access))
+            refs = self._sessions[session_id]
+            if now - refs[ref_id].last_access <= ttl:
+                return
+            del self._by_access[(session_id, ref_id)]
+            del refs[ref_id]
+            if not refs:
+                del self._sessions[session_id]
+
+
+def ref_identity(ref: Any, session_id: str) -> str:
+    """The ref id of a wire ref, after checking its shape and that it belongs to `session_id`."""
+    if not isinstance(ref, dict):
+        raise ValueError(INVALID_REF)
+    if ref.get("__type__") in ("ref", "stream_ref"):
+        ref_id = ref.get("id") or ref.get("ref_id")
+    elif ref.get("__snakebridge_ref__"):
+        ref_id = ref.get("ref_id")
+    elif "id" in ref and ("session_id" in ref or "ref_id" in ref):
+        ref_id = ref.get("id")
+    else:
+        raise ValueError(INVALID_REF)
+    if not ref_id:
+        raise ValueError(MISSING_ID)
+    if not isinstance(ref_id, str):
+        raise ValueError(INVALID_REF)
+    ref_session = ref.get("session_id")
+    if ref_session is not None and ref_session != session_id:
+        raise ValueError(SESSION_MISMATCH)
+    return ref_id
+
+
+def is_wire_ref(value: dict[str, Any]) -> bool:
+    """Whether a decoded dict is a ref by SnakeBridge's rules (tagged, legacy, or untagged id+session)."""
+    if value.get("__type__") in ("ref", "stream_ref") or value.get("__snakebridge_ref__"):
+        return True
+    return "__type__" not in value and "id" in value and ("session_id" in value or "ref_id" in value)

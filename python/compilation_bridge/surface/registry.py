@@ -1,0 +1,212 @@
+"""Mechanics of the allowlist: exposed modules (name -> lazily loaded attributes) and exposed types.
+
+Rules (DESIGN.md, security model):
+- modules: only registered names resolve; an unknown module is refused before anything is imported;
+- attributes of an exposed type: its public fields, properties and methods, the underscore names listed
+  for it, and the fixed protocol dunders; a name that does not exist fails with Python's own
+  AttributeError text; one that exists but is not exposed gets an `ExposureError`;
+- any other object held by ref answers only the protocol dunders;
+- `set_attr` writes a dataclass field of one config instance, never a class, an enum or a module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import operator
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from compilation_bridge.protocol.errors import ExposureError
+
+# The protocol set SnakeBridge itself sends (inspect/to_string, Enumerable on refs). They are called the
+# way Python's builtins call them, so they also work on class objects.
+PROTOCOL_DUNDERS: dict[str, Callable[..., Any]] = {
+    "__repr__": repr,
+    "__str__": str,
+    "__len__": len,
+    "__iter__": iter,
+    "__next__": next,
+    "__getitem__": operator.getitem,
+    "__contains__": operator.contains,
+}
+# Implementation packages whose public members are the exposed API (never builtins or enum internals).
+IMPLEMENTATION_ROOT = "compilation_bridge."
+
+
+@dataclass(frozen=True)
+class ExposedType:
+    """A class whose instances (and the class itself) callers may use.
+
+    `names`, when given, is the complete list of public names (for types whose public surface is
+    smaller than their Python API); otherwise the public members are found by introspection.
+    `settable` marks config dataclasses whose fields `set_attr` may write.
+    """
+
+    cls: type
+    extra_names: frozenset[str] = frozenset()
+    names: frozenset[str] | None = None
+    settable: bool = False
+
+    def exposed_names(self) -> frozenset[str]:
+        names = set(self.names) if self.names is not None else _public_members(self.cls)
+        return frozenset(names | self.extra_names)
+
+    def field_names(self) -> frozenset[str]:
+        if not dataclasses.is_dataclass(self.cls):
+            return frozenset()
+        return frozenset(f.name for f in dataclasses.fields(self.cls) if not f.name.startswith("_"))
+
+
+def _public_members(cls: type) -> set[str]:
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass.__module__.startswith(IMPLEMENTATION_ROOT):
+            names.update(name for name in vars(klass) if not name.startswith("_"))
+    if dataclasses.is_dataclass(cls):
+        names.update(f.name for f in dataclasses.fields(cls) if not f.name.startswith("_"))
+    if issubclass(cls, enum.Enum):
+        names.update(("name", "value"), cls.__members__)
+    return names
+
+
+@dataclass
+class ExposedModule:
+    """A module name callers may use, whose attributes come from `loader` on first use.
+
+    `loader` returns {attribute name: object}; `types` returns the ExposedType entries of the classes
+    it exposes. `known_elsewhere` lists names the real module has but this worker does not expose
+    (refused clearly instead of "no attribute").
+    """
+
+    name: str
+    loader: Callable[[], dict[str, Any]]
+    types: Callable[[], Iterable[ExposedType]] = tuple
+    known_elsewhere: frozenset[str] = frozenset()
+    # For modules whose functions report progress: returns the hook, a context manager factory taking
+    # a callback that the work calls with each event dict on its own thread.
+    progress: Callable[[], Any] | None = None
+    _attrs: dict[str, Any] | None = field(default=None, repr=False)
+
+
+class Surface:
+    def __init__(
+        self,
+        modules: Iterable[ExposedModule],
+        value_check: Callable[[str, Any], None] = lambda name, value: None,
+    ) -> None:
+        # value_check(field, value) vets what set_attr writes (caps on sizes; validators do not run).
+        self._value_check = value_check
+        self._modules = {module.name: module for module in modules}
+        self._types: dict[type, ExposedType] = {}
+        self._names: dict[type, frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------------ modules
+    def module_names(self) -> list[str]:
+        return sorted(self._modules)
+
+    def _module_attrs(self, module_name: Any) -> tuple[ExposedModule, dict[str, Any]]:
+        module = self._modules.get(module_name) if isinstance(module_name, str) else None
+        if module is None:
+            raise ImportError(
+                f"module {module_name!r} is not exposed by compilation-bridge "
+                f"(exposed modules: {', '.join(self.module_names())})"
+            )
+        if module._attrs is None:
+            with self._lock:
+                if module._attrs is None:
+                    attrs = module.loader()
+                    for exposed in module.types():
+                        self._types[exposed.cls] = exposed
+                    module._attrs = attrs
+        return module, module._attrs
+
+    def load_module(self, name: str) -> None:
+        """Import an exposed module now (the worker warms the config model up once it is ready)."""
+        self._module_attrs(name)
+
+    def progress_hook(self, module_name: Any) -> Any:
+        module, _attrs = self._module_attrs(module_name)
+        return module.progress() if module.progress is not None else None
+
+    def module_attr(self, module_name: Any, attr: Any) -> Any:
+        module, attrs = self._module_attrs(module_name)
+        _check_name(attr)
+        if attr in attrs:
+            return attrs[attr]
+        if attr in module.known_elsewhere or attr.startswith("_"):
+            raise ExposureError(f"{module.name}.{attr} is not exposed by compilation-bridge")
+        raise AttributeError(f"module {module.name!r} has no attribute {attr!r}")
+
+    # ------------------------------------------------------------------------------------ objects
+    def exposure(self, obj: Any) -> ExposedType | None:
+        """The exposure entry of an instance or of an exposed class itself."""
+        exposed = self._types.get(type(obj))
+        if exposed is None and isinstance(obj, type):
+            exposed = self._types.get(obj)
+        return exposed
+
+    def _exposed_names(self, exposed: ExposedType) -> frozenset[str]:
+        names = self._names.get(exposed.cls)
+        if names is None:
+            names = self._names[exposed.cls] = exposed.exposed_names()
+        return names
+
+    def get_attr(self, obj: Any, name: Any) -> Any:
+        _check_name(name)
+        exposed = self.exposure(obj)
+        if exposed is not None and name in self._exposed_names(exposed):
+            return getattr(obj, name)
+        self._refuse(obj, name)
+
+    def method(self, obj: Any, name: Any) -> Callable[..., Any]:
+        _check_name(name)
+        dunder = PROTOCOL_DUNDERS.get(name)
+        if dunder is not None:
+            return lambda *args: dunder(obj, *args)
+        return self.get_attr(obj, name)
+
+    def set_attr(self, obj: Any, name: Any, value: Any) -> None:
+        _check_name(name)
+        exposed = self.exposure(obj)
+        if exposed is None or isinstance(obj, type) or not exposed.settable:
+            what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+            raise ExposureError(f"attributes of {what} cannot be set through compilation-bridge")
+        if name not in exposed.field_names():
+            self._refuse(obj, name)
+        self._value_check(name, value)
+        setattr(obj, name, value)
+
+    def _refuse(self, obj: Any, name: str) -> Any:
+        """Python's own AttributeError when the name does not exist, a refusal when it is hidden."""
+        if not _exists(obj, name):
+            if isinstance(obj, type):
+                raise AttributeError(f"type object {obj.__name__!r} has no attribute {name!r}")
+            raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
+        what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+        raise ExposureError(f"{what}.{name} is not exposed by compilation-bridge")
+
+
+def _exists(obj: Any, name: str) -> bool:
+    """Whether `name` exists on `obj`, without running property getters or other descriptors."""
+    try:
+        inspect.getattr_static(obj, name)
+        return True
+    except AttributeError:
+        pass
+    if isinstance(obj, type) or getattr(type(obj), "__getattr__", None) is not None:
+        return False  # a dynamic __getattr__ could run arbitrary code: treat the name as absent
+    try:
+        getattr(obj, name)  # only plain attribute lookup is left; nothing user-defined runs
+    except AttributeError:
+        return False
+    return True
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError(f"attribute name must be a string, not {type(name).__name__}")

@@ -1,0 +1,161 @@
+"""Start-up options: Snakepit's command line (spec §1.1) plus this worker's own, and the environment.
+
+Snakepit passes `--adapter --port --elixir-address --snakepit-run-id --snakepit-instance-name
+[--snakepit-instance-token]` and, depending on the profile, `--max-workers`, `--thread-safety-check` and
+user extras: unknown flags are tolerated (parse_known_args), and `--adapter` is never imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+log = logging.getLogger("compilation_bridge.transport")
+
+DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit dials localhost over IPv4
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_CONCURRENT_CALLS = 8
+
+
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    """Python -> Elixir heartbeat (spec §2.4): in dependent mode, repeated failures stop the worker."""
+
+    enabled: bool = True
+    interval_ms: int = 2000
+    timeout_ms: int = 10000
+    max_missed_heartbeats: int = 3
+    initial_delay_ms: int = 0
+    dependent: bool = True
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    port: int = 0
+    host: str = DEFAULT_HOST
+    elixir_address: str | None = None
+    adapter: str | None = None
+    run_id: str | None = None
+    instance_name: str | None = None
+    platform: str | None = None
+    ready_file: str | None = None
+    process_group: bool = False
+    health_check: bool = False
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
+    ignored: tuple[str, ...] = ()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--adapter", help="accepted for Snakepit compatibility; never imported")
+    parser.add_argument("--port", type=int, default=0, help="port to bind (0: the OS picks one)")
+    parser.add_argument(
+        "--host",
+        default=None,
+        help="address to bind (default: localhost, i.e. loopback only; env COMPILATION_BRIDGE_HOST)",
+    )
+    parser.add_argument("--elixir-address", help="host:port of Snakepit's BridgeServer (heartbeats)")
+    parser.add_argument("--snakepit-run-id", "--run-id", dest="run_id")
+    parser.add_argument("--snakepit-instance-name", dest="instance_name")
+    parser.add_argument("--snakepit-instance-token", dest="instance_token")
+    parser.add_argument("--platform", choices=("cpu", "cuda"), help="sets COMPILATION_BRIDGE_PLATFORM")
+    parser.add_argument("--ready-file", help="where to write the bound port (default: $SNAKEPIT_READY_FILE)")
+    parser.add_argument("--health-check", action="store_true", help="check the worker can start; exit 0/1")
+    parser.add_argument("--heartbeat-enabled", dest="hb_enabled", type=_truthy, default=None)
+    parser.add_argument("--heartbeat-interval-ms", dest="hb_interval_ms", type=int, default=None)
+    parser.add_argument("--heartbeat-timeout-ms", dest="hb_timeout_ms", type=int, default=None)
+    parser.add_argument("--heartbeat-max-missed", dest="hb_max_missed", type=int, default=None)
+    parser.add_argument("--heartbeat-initial-delay-ms", dest="hb_initial_delay_ms", type=int, default=None)
+    parser.add_argument("--heartbeat-dependent", dest="hb_dependent", action="store_const", const=True)
+    parser.add_argument("--heartbeat-independent", dest="hb_dependent", action="store_const", const=False)
+
+
+def _truthy(text: str) -> bool:
+    return text.strip().lower() in ("1", "true", "t", "yes", "y", "on")
+
+
+def parse(argv: Sequence[str], env: dict[str, str] | None = None) -> ServeOptions:
+    parser = argparse.ArgumentParser(prog="grpc_server.py", add_help=True)
+    add_arguments(parser)
+    args, unknown = parser.parse_known_args(list(argv))
+    return from_namespace(args, unknown, env)
+
+
+def from_namespace(
+    args: argparse.Namespace, unknown: Sequence[str] = (), env: dict[str, str] | None = None
+) -> ServeOptions:
+    env = dict(os.environ) if env is None else env
+    return ServeOptions(
+        port=args.port,
+        host=args.host or env.get("COMPILATION_BRIDGE_HOST") or DEFAULT_HOST,
+        elixir_address=args.elixir_address
+        or env.get("SNAKEPIT_GRPC_ADDRESS")
+        or env.get("SNAKEPIT_ELIXIR_ADDRESS"),
+        adapter=args.adapter,
+        run_id=args.run_id,
+        instance_name=args.instance_name,
+        platform=args.platform,
+        ready_file=args.ready_file or env.get("SNAKEPIT_READY_FILE"),
+        process_group=_truthy(env.get("SNAKEPIT_PROCESS_GROUP", "")),
+        health_check=args.health_check,
+        max_request_bytes=_env_int(env, "COMPILATION_BRIDGE_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES),
+        max_concurrent_calls=_env_int(
+            env, "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS
+        ),
+        heartbeat=_heartbeat_config(args, env),
+        ignored=tuple(unknown),
+    )
+
+
+def _env_int(env: dict[str, str], name: str, default: int) -> int:
+    try:
+        value = int(env.get(name, "") or default)
+    except ValueError:
+        log.warning("ignoring %s=%r: not an integer", name, env.get(name))
+        return default
+    return max(1, value)
+
+
+def _heartbeat_config(args: argparse.Namespace, env: dict[str, str]) -> HeartbeatConfig:
+    # CLI flags first, then the env JSON on top (the reference merges CLI values *under* the env).
+    values: dict[str, object] = {}
+    for key, attr in (
+        ("enabled", "hb_enabled"),
+        ("interval_ms", "hb_interval_ms"),
+        ("timeout_ms", "hb_timeout_ms"),
+        ("max_missed_heartbeats", "hb_max_missed"),
+        ("initial_delay_ms", "hb_initial_delay_ms"),
+        ("dependent", "hb_dependent"),
+    ):
+        if getattr(args, attr, None) is not None:
+            values[key] = getattr(args, attr)
+    raw = env.get("SNAKEPIT_HEARTBEAT_CONFIG")
+    if raw:
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            parsed = None
+            log.warning("ignoring SNAKEPIT_HEARTBEAT_CONFIG: not JSON")
+        if isinstance(parsed, dict):
+            values.update({k: v for k, v in parsed.items() if k in HeartbeatConfig.__dataclass_fields__})
+    defaults = HeartbeatConfig()
+    try:
+        return HeartbeatConfig(
+            enabled=bool(values.get("enabled", defaults.enabled)),
+            interval_ms=max(10, int(values.get("interval_ms", defaults.interval_ms))),  # type: ignore[arg-type]
+            timeout_ms=max(10, int(values.get("timeout_ms", defaults.timeout_ms))),  # type: ignore[arg-type]
+            max_missed_heartbeats=max(
+                1,
+                int(values.get("max_missed_heartbeats", defaults.max_missed_heartbeats)),  # type: ignore[arg-type]
+            ),
+            initial_delay_ms=max(0, int(values.get("initial_delay_ms", defaults.initial_delay_ms))),  # type: ignore[arg-type]
+            dependent=bool(values.get("dependent", defaults.dependent)),
+        )
+    except (TypeError, ValueError):
+        log.warning("ignoring malformed heartbeat settings %r", values)
+        return defaults

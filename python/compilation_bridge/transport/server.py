@@ -1,0 +1,152 @@
+"""Process lifecycle of the gRPC worker: bind, serve, signal readiness, stop on SIGTERM/SIGINT.
+
+Order (Snakepit spec §1.5, §2.5): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
+runs on the gRPC server's threads, behind a cap that leaves threads free for Ping/Heartbeat. On
+SIGTERM or SIGINT the server stops accepting calls and the process exits 0 within about a second,
+even if a tool (a long compile) is still running: Python cannot interrupt that thread, so the
+process ends with os._exit once the server has stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import grpc
+
+from compilation_bridge.protocol.dispatch import Dispatcher
+from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
+from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+from compilation_bridge.transport.heartbeat import HeartbeatClient
+from compilation_bridge.transport.options import ServeOptions
+from compilation_bridge.transport.readyfile import write_ready_file
+from compilation_bridge.transport.servicer import BridgeServicer
+
+log = logging.getLogger("compilation_bridge.transport")
+
+SERVICE_NAME = "snakepit.bridge.BridgeService"
+STOP_GRACE_S = 0.5
+# Threads beyond the tool cap, for Ping/Heartbeat/session RPCs and the telemetry streams.
+SPARE_THREADS = 8
+
+
+@dataclass
+class RunningServer:
+    server: grpc.Server
+    port: int
+    servicer: BridgeServicer
+
+    def stop(self, grace: float = STOP_GRACE_S) -> None:
+        self.server.stop(grace).wait(grace + 0.5)
+
+
+def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) -> RunningServer:
+    """Create, bind and start the server (no signals, no ready file: the caller owns the process)."""
+    dispatcher = dispatcher or Dispatcher()
+    transport_limit = options.max_request_bytes + 1024 * 1024  # the servicer reports the precise error
+    response_limit = 64 * 1024 * 1024
+    servicer = BridgeServicer(
+        dispatcher, options.max_request_bytes, response_limit, options.max_concurrent_calls
+    )
+    server = grpc.server(
+        ThreadPoolExecutor(
+            max_workers=options.max_concurrent_calls + SPARE_THREADS, thread_name_prefix="bridge"
+        ),
+        options=[
+            ("grpc.max_receive_message_length", transport_limit),
+            ("grpc.max_send_message_length", response_limit),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    pb_grpc.add_BridgeServiceServicer_to_server(servicer, server)
+    _add_health_and_reflection(server)
+    port = server.add_insecure_port(f"{_host_for_bind(options.host)}:{options.port}")
+    if port == 0:
+        raise OSError(f"could not bind {options.host}:{options.port}")
+    server.start()
+    return RunningServer(server, port, servicer)
+
+
+def _host_for_bind(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _add_health_and_reflection(server: grpc.Server) -> None:
+    from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection
+
+    health_servicer = health.HealthServicer()
+    health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
+    health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    names = (
+        SERVICE_NAME,
+        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+        reflection.SERVICE_NAME,
+    )
+    reflection.enable_server_reflection(names, server)
+    assert pb.DESCRIPTOR.services_by_name["BridgeService"].full_name == SERVICE_NAME
+
+
+def _warm_up(dispatcher: Dispatcher) -> None:
+    """Import the configuration model after readiness, so the first call does not pay for it."""
+    try:
+        for name in dispatcher.surface.module_names():
+            if name.startswith("vllm."):
+                dispatcher.surface.load_module(name)
+    except Exception:
+        log.exception("warm-up of the configuration model failed; calls will report the error")
+
+
+def serve(options: ServeOptions) -> int:
+    """Run the worker until SIGTERM/SIGINT (or, in dependent mode, until Elixir is gone). Never returns
+    normally once serving: the process exits with os._exit (see module docstring)."""
+    if options.process_group:
+        _setsid()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    dispatcher = Dispatcher()
+    try:
+        running = build_server(options, dispatcher)
+    except Exception as exc:
+        log.error("cannot start: %s", exc)
+        return 1
+    if options.ready_file:
+        write_ready_file(options.ready_file, running.port)
+    log.info("serving on %s:%d (pid %d, run id %s)", options.host, running.port, os.getpid(), options.run_id)
+    heartbeat = _start_heartbeat(options, running.servicer, stop)
+    threading.Thread(target=_warm_up, args=(dispatcher,), name="warm-up", daemon=True).start()
+    while not stop.wait(0.05):
+        pass
+    log.info("stopping")
+    if heartbeat is not None:
+        heartbeat.stop()
+    running.stop()
+    logging.shutdown()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def _setsid() -> None:
+    # Fails only when already a process group leader (e.g. started by a shell with job control).
+    with contextlib.suppress(OSError):
+        os.setsid()
+
+
+def _start_heartbeat(
+    options: ServeOptions, servicer: BridgeServicer, stop: threading.Event
+) -> HeartbeatClient | None:
+    if not options.elixir_address or not options.heartbeat.enabled:
+        return None
+    client = HeartbeatClient(
+        options.elixir_address, options.heartbeat, lambda: servicer.last_session_id, stop.set
+    )
+    client.start()
+    return client

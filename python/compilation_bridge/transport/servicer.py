@@ -1,0 +1,235 @@
+"""The Snakepit 0.13 `BridgeService`, served by this worker (spec §3).
+
+Tool RPCs decode the JSON in each parameter's `Any.value` (whatever its type_url) into one payload dict
+and hand it to the transport-agnostic `Dispatcher`; results go back as JSON bytes in `result.value`,
+failures as `success=false` plus a JSON error payload, never as a gRPC status. Heartbeat, Ping and the
+session RPCs are answered locally in microseconds: they never wait for tool work, which runs on its
+own bounded set of threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from compilation_bridge.protocol import jsonio
+from compilation_bridge.protocol.dispatch import Dispatcher, Reply
+from compilation_bridge.protocol.errors import WorkerBusyError
+from compilation_bridge.protocol.logcontext import correlation_id
+from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
+from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+
+log = logging.getLogger("compilation_bridge.transport")
+
+TYPE_URL = "type.googleapis.com/snakepit."
+CORRELATION_HEADER = "x-snakepit-correlation-id"
+MAX_TELEMETRY_STREAMS = 2  # Elixir opens one per worker; each open stream holds a server thread
+
+
+def _result_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return {dict: "map", str: "string", int: "integer", float: "float", list: "list"}.get(type(value), "any")
+
+
+class BridgeServicer(pb_grpc.BridgeServiceServicer):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        max_request_bytes: int,
+        max_response_bytes: int,
+        max_concurrent_calls: int,
+    ) -> None:
+        self.dispatcher = dispatcher
+        self.max_request_bytes = max_request_bytes
+        self.max_response_bytes = max_response_bytes
+        self._calls = threading.BoundedSemaphore(max_concurrent_calls)
+        self._max_calls = max_concurrent_calls
+        self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
+        self._sessions_lock = threading.Lock()
+        self.sessions: dict[str, float] = {}
+        self.last_session_id = ""
+
+    # -------------------------------------------------------------------- health and sessions
+    def Ping(self, request: pb.PingRequest, context: grpc.ServicerContext) -> pb.PingResponse:
+        response = pb.PingResponse(message=f"Pong from Python: {request.message}")
+        response.server_time.GetCurrentTime()
+        return response
+
+    def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.ServicerContext) -> pb.HeartbeatResponse:
+        # Answered locally: a live worker is a valid session for Snakepit's HeartbeatMonitor.
+        response = pb.HeartbeatResponse(session_valid=True)
+        response.server_time.GetCurrentTime()
+        return response
+
+    def InitializeSession(
+        self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
+    ) -> pb.InitializeSessionResponse:
+        with self._sessions_lock:
+            self.sessions.setdefault(request.session_id, time.time())
+            self.last_session_id = request.session_id
+        return pb.InitializeSessionResponse(success=True)
+
+    def GetSession(
+        self, request: pb.GetSessionRequest, context: grpc.ServicerContext
+    ) -> pb.GetSessionResponse:
+        response = pb.GetSessionResponse(session_id=request.session_id)
+        with self._sessions_lock:
+            created = self.sessions.get(request.session_id)
+        if created is not None:
+            response.created_at.FromNanoseconds(int(created * 1e9))
+        return response
+
+    def CleanupSession(
+        self, request: pb.CleanupSessionRequest, context: grpc.ServicerContext
+    ) -> pb.CleanupSessionResponse:
+        with self._sessions_lock:
+            self.sessions.pop(request.session_id, None)
+        released = self.dispatcher.refs.release_session(request.session_id) if request.session_id else 0
+        return pb.CleanupSessionResponse(success=True, resources_cleaned=released)
+
+    # -------------------------------------------------------------------- Python -> Elixir RPCs
+    def RegisterTools(
+        self, request: pb.RegisterToolsRequest, context: grpc.ServicerContext
+    ) -> pb.RegisterToolsResponse:
+        return pb.RegisterToolsResponse(
+            success=False, error_message="tool registration is served by Elixir, not by a Python worker"
+        )
+
+    def GetExposedElixirTools(
+        self, request: pb.GetExposedElixirToolsRequest, context: grpc.ServicerContext
+    ) -> pb.GetExposedElixirToolsResponse:
+        return pb.GetExposedElixirToolsResponse()
+
+    def ExecuteElixirTool(
+        self, request: pb.ExecuteElixirToolRequest, context: grpc.ServicerContext
+    ) -> pb.ExecuteElixirToolResponse:
+        error = {"type": "NotImplementedError", "message": "Elixir tools are not served by a Python worker"}
+        return pb.ExecuteElixirToolResponse(success=False, error_message=jsonio.dumps(error).decode())
+
+    def StreamTelemetry(self, request_iterator: Iterator[pb.TelemetryControl], context: grpc.ServicerContext):
+        """Held open (Elixir logs a warning otherwise); controls are accepted, no events are emitted."""
+        if not self._telemetry.acquire(blocking=False):
+            return
+        try:
+            context.send_initial_metadata(())
+            for _control in request_iterator:
+                pass
+        except grpc.RpcError:
+            pass  # the stream was cancelled: the worker is stopping or Elixir went away
+        finally:
+            self._telemetry.release()
+        yield from ()
+
+    # -------------------------------------------------------------------- tools
+    def ExecuteTool(
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
+    ) -> pb.ExecuteToolResponse:
+        started = time.perf_counter()
+        token = correlation_id.set(_correlation(request, context))
+        try:
+            reply = self._run_tool(request)
+            return self._tool_response(reply, request, started)
+        finally:
+            correlation_id.reset(token)
+
+    def _run_tool(self, request: pb.ExecuteToolRequest) -> Reply:
+        if not self._calls.acquire(blocking=False):
+            busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
+            return self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
+        try:
+            try:
+                payload = self._payload(request)
+            except Exception as exc:
+                return self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id)
+            return self.dispatcher.execute(request.tool_name, payload, request.session_id)
+        finally:
+            self._calls.release()
+
+    def _payload(self, request: pb.ExecuteToolRequest) -> dict[str, Any]:
+        size = request.ByteSize()
+        if size > self.max_request_bytes:
+            raise ValueError(f"request too large: {size} bytes (limit {self.max_request_bytes})")
+        payload: dict[str, Any] = {}
+        for key, value in request.parameters.items():
+            try:
+                payload[key] = jsonio.loads(value.value)
+            except ValueError as exc:
+                raise ValueError(f"parameter {key!r} is not valid JSON: {exc}") from None
+        for key, data in request.binary_parameters.items():
+            payload[key] = bytes(data)  # raw bytes override a same-named JSON parameter (spec §4.1)
+        return payload
+
+    def _tool_response(
+        self, reply: Reply, request: pb.ExecuteToolRequest, started: float
+    ) -> pb.ExecuteToolResponse:
+        if reply.success:
+            data = jsonio.dumps(reply.result)
+            if len(data) <= self.max_response_bytes:
+                response = pb.ExecuteToolResponse(success=True)
+                response.result.type_url = TYPE_URL + _result_kind(reply.result)
+                response.result.value = data
+                response.execution_time_ms = int((time.perf_counter() - started) * 1000)
+                return response
+            too_big = ValueError(f"result too large: {len(data)} bytes (limit {self.max_response_bytes})")
+            reply = self.dispatcher.error_reply(too_big, request.tool_name, None, request.session_id)
+        return pb.ExecuteToolResponse(
+            success=False,
+            error_message=jsonio.dumps(reply.error).decode(),
+            execution_time_ms=int((time.perf_counter() - started) * 1000),
+        )
+
+    def ExecuteStreamingTool(
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.ToolChunk]:
+        token = correlation_id.set(_correlation(request, context))
+        if not self._calls.acquire(blocking=False):
+            correlation_id.reset(token)
+            busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
+            self._abort(
+                context, self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
+            )
+        try:
+            yield from self._stream_chunks(request, context)
+        finally:
+            self._calls.release()
+            correlation_id.reset(token)
+
+    def _stream_chunks(
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
+    ) -> Iterator[pb.ToolChunk]:
+        tool = request.tool_name
+        payload: Any = None
+        count = 0
+        try:
+            payload = self._payload(request)
+            for item in self.dispatcher.stream(tool, payload, request.session_id):
+                if not context.is_active():
+                    return  # the caller cancelled: stop producing
+                count += 1
+                yield pb.ToolChunk(chunk_id=f"{tool}-{count}", data=jsonio.dumps(item))
+        except Exception as exc:
+            self._abort(context, self.dispatcher.error_reply(exc, tool, payload, request.session_id))
+        yield pb.ToolChunk(chunk_id=f"{tool}-{count + 1}", data=b"", is_final=True)
+
+    @staticmethod
+    def _abort(context: grpc.ServicerContext, reply: Reply) -> None:
+        # Streams report failures as INTERNAL with the JSON error payload as details (spec §5).
+        context.abort(grpc.StatusCode.INTERNAL, jsonio.dumps(reply.error).decode())
+
+
+def _correlation(request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> str:
+    value = request.metadata.get("correlation_id")
+    if value:
+        return value
+    for key, header in context.invocation_metadata() or ():
+        if key == CORRELATION_HEADER:
+            return str(header)
+    return "-"

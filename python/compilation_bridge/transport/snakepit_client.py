@@ -1,0 +1,363 @@
+"""A client that behaves like Snakepit 0.13 + SnakeBridge 0.16, for conformance tests, `bench` and demos.
+
+`WorkerProcess.spawn` starts a worker exactly as Snakepit's GRPCWorker does (argv, environment, cwd,
+ready file, `Ping("connection_test")`, `InitializeSession`, a heartbeat every 2 s); `SnakeBridgeSession`
+builds exactly the payloads SnakeBridge's runtime sends (wire spec §2) and decodes replies as Elixir does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
+from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+
+SCRIPT = Path(__file__).resolve().parents[2] / "grpc_server.py"  # in a checkout: python/grpc_server.py
+LAUNCHER = "from compilation_bridge.transport.launch import main\nraise SystemExit(main())\n"
+STRING_VALUE_URL = "type.googleapis.com/google.protobuf.StringValue"
+SNAKEBRIDGE_ADAPTER = "snakebridge_adapter.SnakeBridgeAdapter"
+HEARTBEAT_CONFIG = {
+    "enabled": True,
+    "interval_ms": 2000,
+    "timeout_ms": 10000,
+    "max_missed_heartbeats": 3,
+    "initial_delay_ms": 0,
+    "dependent": True,
+}
+
+
+def launch_script() -> Path:
+    """python/grpc_server.py in a checkout; an equivalent script of the same name for an installed package."""
+    if SCRIPT.exists():
+        return SCRIPT
+    script = Path(tempfile.mkdtemp(prefix="compilation_bridge_")) / "grpc_server.py"
+    script.write_text(LAUNCHER)
+    return script
+
+
+def run_id() -> str:
+    """Snakepit's 7-character base36 run id (5 time characters + 2 counter characters)."""
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
+    n, chars = int(time.time() * 1000), []
+    for _ in range(7):
+        n, r = divmod(n, 36)
+        chars.append(alphabet[r])
+    return "".join(reversed(chars))
+
+
+def snakepit_env(ready_file: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        {
+            "SNAKEPIT_READY_FILE": ready_file,
+            "SNAKEPIT_HEARTBEAT_CONFIG": json.dumps(HEARTBEAT_CONFIG),
+            "SNAKEPIT_LOG_LEVEL": env.get("SNAKEPIT_LOG_LEVEL", "error"),
+            "SNAKEPIT_PYTHON": sys.executable,
+            "SNAKEPIT_PROCESS_GROUP": "1",
+            "PYTHONNOUSERSITE": "1",
+            "GRPC_POLL_STRATEGY": "poll",
+            **{k: "1" for k in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS")},
+            **{k: "1" for k in ("NUMEXPR_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")},
+        }
+    )
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class HeartbeatStats:
+    latencies_s: list[float] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+class WorkerProcess:
+    """One worker, spawned and supervised the way Snakepit's GRPCWorker does it."""
+
+    def __init__(self, process: subprocess.Popen[bytes], port: int, session_id: str, log_path: str) -> None:
+        self.process = process
+        self.port = port
+        self.session_id = session_id  # the GRPCWorker's own session ("session_<n>_<µs>")
+        self.log_path = log_path
+        self.channel = grpc.insecure_channel(f"localhost:{port}")
+        self.stub = pb_grpc.BridgeServiceStub(self.channel)
+        self.heartbeats = HeartbeatStats()
+        self._stop_heartbeats = threading.Event()
+        self._heartbeat_thread: threading.Thread | None = None
+        self.ready_after_s = 0.0
+
+    @classmethod
+    def spawn(
+        cls,
+        *,
+        python: str = sys.executable,
+        script: Path | None = None,
+        elixir_address: str = "127.0.0.1:1",
+        extra_args: Sequence[str] = (),
+        extra_env: dict[str, str] | None = None,
+        heartbeat_interval_s: float | None = 2.0,
+        ready_timeout_s: float = 30.0,
+    ) -> WorkerProcess:
+        script = script or launch_script()
+        tmp = tempfile.mkdtemp(prefix="snakepit_")
+        ready_file = os.path.join(tmp, f"snakepit_ready_default_worker_1_{time.monotonic_ns()}")
+        log_path = os.path.join(tmp, "worker.log")
+        argv = [
+            python,
+            str(script),
+            "--adapter",
+            SNAKEBRIDGE_ADAPTER,
+            *extra_args,
+            "--port",
+            "0",
+            "--elixir-address",
+            elixir_address,
+            "--snakepit-run-id",
+            run_id(),
+            "--snakepit-instance-name",
+            "test_compilation_bridge_nonode_nohost",
+        ]
+        started = time.monotonic()
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                argv,
+                cwd=str(Path(script).parent),
+                env=snakepit_env(ready_file, extra_env),
+                stdin=subprocess.PIPE,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        port = _wait_ready(process, ready_file, ready_timeout_s)
+        worker = cls(
+            process, port, f"session_{time.monotonic_ns() % 10000}_{time.time_ns() // 1000}", log_path
+        )
+        worker.ready_after_s = time.monotonic() - started
+        worker.connect()
+        if heartbeat_interval_s:
+            worker.start_heartbeats(heartbeat_interval_s)
+        return worker
+
+    def connect(self) -> None:
+        """Snakepit's init_grpc_connection + complete_worker_initialization."""
+        delay = 0.05
+        for attempt in range(5):
+            try:
+                self.stub.Ping(pb.PingRequest(message="connection_test"), timeout=5)
+                break
+            except grpc.RpcError:
+                if attempt == 4:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+        request = pb.InitializeSessionRequest(
+            session_id=self.session_id,
+            metadata={"elixir_node": "nonode@nohost", "initialized_at": time.strftime("%Y-%m-%dT%H:%M:%SZ")},
+            config=pb.SessionConfig(enable_caching=True, cache_ttl_seconds=60, enable_telemetry=False),
+        )
+        self.stub.InitializeSession(request, timeout=5)
+
+    def start_heartbeats(self, interval_s: float) -> None:
+        def beat() -> None:
+            while not self._stop_heartbeats.wait(interval_s):
+                self.heartbeat_once()
+
+        self._heartbeat_thread = threading.Thread(target=beat, name="heartbeat-monitor", daemon=True)
+        self._heartbeat_thread.start()
+
+    def heartbeat_once(self, timeout_s: float = 10.0) -> float:
+        started = time.perf_counter()
+        try:
+            response = self.stub.Heartbeat(pb.HeartbeatRequest(session_id=self.session_id), timeout=timeout_s)
+        except grpc.RpcError as exc:
+            self.heartbeats.failures.append(str(exc.code()))
+            return -1.0
+        elapsed = time.perf_counter() - started
+        if not response.session_valid:
+            self.heartbeats.failures.append("session_valid=false")
+        self.heartbeats.latencies_s.append(elapsed)
+        return elapsed
+
+    def rss_kib(self) -> int:
+        with open(f"/proc/{self.process.pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+    def terminate(self, sig: int = signal.SIGTERM, timeout_s: float = 6.0) -> tuple[int, float]:
+        """Snakepit's terminate: signal the process group, wait up to 6 s, then SIGKILL."""
+        self._stop_heartbeats.set()
+        self.channel.close()
+        started = time.monotonic()
+        if self.process.poll() is None:
+            try:
+                os.killpg(os.getpgid(self.process.pid), sig)
+            except (ProcessLookupError, PermissionError):
+                self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode, time.monotonic() - started
+
+    def log_text(self) -> str:
+        return Path(self.log_path).read_text(errors="replace")
+
+
+def _wait_ready(process: subprocess.Popen[bytes], ready_file: str, timeout_s: float) -> int:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"worker exited with status {process.returncode} before it was ready")
+        try:
+            text = Path(ready_file).read_text().strip()
+        except FileNotFoundError:
+            text = ""
+        if text.isdigit():
+            os.unlink(ready_file)
+            return int(text)
+        time.sleep(0.005)
+    process.kill()
+    raise TimeoutError(f"worker not ready after {timeout_s} s")
+
+
+# ------------------------------------------------------------------------------------ SnakeBridge side
+
+
+def wire_ref(ref: dict[str, Any]) -> dict[str, Any]:
+    """A ref as SnakeBridge sends it back (`SnakeBridge.Ref.to_wire_format/1`: no type_name)."""
+    keys = ("id", "session_id", "python_module", "library")
+    return {"__type__": "ref", "__schema__": 1, **{k: ref[k] for k in keys if ref.get(k) is not None}}
+
+
+class CallError(Exception):
+    """A `success=false` reply; `.error` is the decoded error payload."""
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"{error.get('type')}: {error.get('message')}")
+        self.error = error
+
+
+class SnakeBridgeSession:
+    """SnakeBridge.Runtime for one session, over one worker's stub."""
+
+    def __init__(
+        self,
+        stub: pb_grpc.BridgeServiceStub,
+        worker_session: str,
+        session_id: str | None = None,
+        library: str = "vllm",
+        timeout_s: float = 598.8,
+    ) -> None:
+        self.stub = stub
+        self.worker_session = worker_session
+        self.session_id = session_id or f"auto_<0.{os.getpid() % 1000}.0>_{int(time.time() * 1000)}"
+        self.library = library
+        self.timeout_s = timeout_s
+
+    # requests ---------------------------------------------------------------------------------
+    def request(self, tool: str, payload: dict[str, Any]) -> pb.ExecuteToolRequest:
+        return pb.ExecuteToolRequest(
+            session_id=self.worker_session,
+            tool_name=tool,
+            parameters={
+                key: {"type_url": STRING_VALUE_URL, "value": json.dumps(value).encode()}
+                for key, value in payload.items()
+            },
+            metadata={"correlation_id": uuid.uuid4().hex},
+        )
+
+    def execute(self, tool: str, payload: dict[str, Any]) -> Any:
+        response = self.stub.ExecuteTool(self.request(tool, payload), timeout=self.timeout_s)
+        if not response.success:
+            raise CallError(json.loads(response.error_message))
+        return json.loads(response.result.value) if response.HasField("result") else None
+
+    def stream(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """`SnakeBridge.Runtime.stream`: every chunk, decoded like Snakepit's `build_payload`."""
+        request = self.request("snakebridge.stream", payload)
+        request.stream = True
+        chunks = []
+        for chunk in self.stub.ExecuteStreamingTool(request, timeout=self.timeout_s):
+            data = json.loads(chunk.data) if chunk.data else {}
+            item = data if isinstance(data, dict) else {"data": data}
+            chunks.append({**item, "is_final": chunk.is_final})
+        return chunks
+
+    # payloads (SB runtime/payload.ex) -----------------------------------------------------------
+    def base(
+        self, python_module: str, function: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "protocol_version": 1,
+            "min_supported_version": 1,
+            "library": self.library,
+            "python_module": python_module,
+            "function": function,
+            "args": args,
+            "kwargs": kwargs,
+            "idempotent": False,
+            "session_id": self.session_id,
+        }
+
+    def for_ref(
+        self, ref: dict[str, Any], function: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> dict[str, Any]:
+        payload = self.base(ref.get("python_module") or ref["library"], function, args, kwargs)
+        payload["library"] = ref.get("library", self.library)
+        payload["session_id"] = ref.get("session_id", self.session_id)
+        payload["instance"] = wire_ref(ref)
+        return payload
+
+    def call(self, module: str, function: str, args: list[Any] | None = None, **kwargs: Any) -> Any:
+        return self.execute("snakebridge.call", self.base(module, function, args or [], kwargs))
+
+    def call_class(self, module: str, cls: str, args: list[Any] | None = None, **kwargs: Any) -> Any:
+        payload = self.base(module, "__init__", args or [], kwargs)
+        payload.update(call_type="class", **{"class": cls})
+        return self.execute("snakebridge.call", payload)
+
+    def call_method(
+        self, ref: dict[str, Any], method: str, args: list[Any] | None = None, **kwargs: Any
+    ) -> Any:
+        payload = self.for_ref(ref, method, args or [], kwargs)
+        payload["call_type"] = "method"
+        return self.execute("snakebridge.call", payload)
+
+    def get_attr(self, ref: dict[str, Any], attr: str) -> Any:
+        payload = self.for_ref(ref, attr, [], {})
+        payload.update(call_type="get_attr", attr=attr)
+        return self.execute("snakebridge.call", payload)
+
+    def set_attr(self, ref: dict[str, Any], attr: str, value: Any) -> Any:
+        payload = self.for_ref(ref, attr, [value], {})
+        payload.update(call_type="set_attr", attr=attr)
+        return self.execute("snakebridge.call", payload)
+
+    def module_attr(self, module: str, attr: str) -> Any:
+        payload = self.base(module, attr, [], {})
+        payload.update(call_type="module_attr", attr=attr)
+        return self.execute("snakebridge.call", payload)
+
+    def release_ref(self, ref: dict[str, Any]) -> Any:
+        payload = {"protocol_version": 1, "min_supported_version": 1, "ref": wire_ref(ref)}
+        payload["session_id"] = ref.get("session_id", self.session_id)
+        return self.execute("snakebridge.release_ref", payload)
+
+    def release_session(self) -> Any:
+        payload = {"protocol_version": 1, "min_supported_version": 1, "session_id": self.session_id}
+        return self.execute("snakebridge.release_session", payload)
