@@ -1,0 +1,262 @@
+"""VllmBackend: the torch.compile backend of VLLM_COMPILE (vLLM's `vllm/compilation/backends.py`).
+
+Called once by Dynamo with the whole traced graph, it: hashes what the compiled code depends on into a
+cache directory (`<cache_dir or ~/.cache/compilation-bridge/torch_compile_cache/<hash>>/rank_0_0/backbone`),
+writes `cache_key_factors.json` and `computation_graph.py` there, splits the graph at the splitting ops,
+and replaces each non-splitting piece by a lazily compiling `PiecewiseBackend`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx as fx
+from torch._dispatch.python import enable_python_dispatcher
+
+from compilation_bridge.compile import progress
+from compilation_bridge.compile.compiler import CompilerManager, is_compile_cache_enabled
+from compilation_bridge.compile.counters import CompilationCounter, bump
+from compilation_bridge.compile.cudagraph import CUDAGraphWrapper
+from compilation_bridge.compile.files import atomic_write_text, check_allowed
+from compilation_bridge.compile.piecewise import PiecewiseBackend
+from compilation_bridge.compile.plan import CompilePlan, make_plan
+from compilation_bridge.compile.split import SplitItem, split_graph
+from compilation_bridge.settings import user_cache_dir
+from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
+
+logger = logging.getLogger(__name__)
+
+# Environment variables that change compiled code; their values go into the cache hash.
+ENV_FACTORS = ("COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE", "COMPILATION_BRIDGE_PLATFORM")
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_inductor_cache_dir() -> None:
+    """Inductor writes its own cache too; it must lie under the allowed roots like ours."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
+
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+    check_allowed(where, "Inductor's cache directory (TORCHINDUCTOR_CACHE_DIR)")
+    cache_dir()
+
+
+class VllmBackend:
+    def __init__(
+        self,
+        plan: CompilePlan,
+        *,
+        prefix: str = "backbone",
+        extra_factors: dict[str, Any] | None = None,
+        traced_files: Sequence[str] = (),
+        counter: CompilationCounter | None = None,
+        device: torch.device | None = None,
+    ) -> None:
+        if plan.mode != CompilationMode.VLLM_COMPILE:
+            raise ValueError(f"VllmBackend compiles mode VLLM_COMPILE only, got {plan.mode.name}")
+        self.plan = plan
+        self.prefix = prefix
+        self.extra_factors = dict(extra_factors or {})
+        self.traced_files = sorted(set(traced_files))
+        self.counter = counter or CompilationCounter()
+        self.device = device or torch.device("cpu")
+        self.compiler_manager = CompilerManager(
+            plan.backend, plan.compilation_config.compile_cache_save_format, self.counter
+        )
+        # A copy: nothing the backend adds may end up in the user's config (vLLM deep-copies too).
+        self.inductor_config = dict(plan.inductor_compile_config)
+        self.partition_ops = plan.splitting_ops if plan.use_inductor_graph_partition else None
+        self.prepared = False
+        self.called = False
+        self.trace_start_time = time.time()
+        self.cache_status = "not prepared"
+        self.piecewise_graphs: list[SplitItem] = []
+        self.piecewise_backends: list[PiecewiseBackend] = []
+
+    # -- hashes and directories ------------------------------------------------------------------
+
+    def _config_hash(self) -> str:
+        cc = self.plan.compilation_config
+        own = self.plan.vllm_config.compute_hash() if self.plan.vllm_config is not None else cc.compute_hash()
+        factors = {"config": own, "plan": self.plan.factors(), **self.extra_factors}
+        return _sha256(json.dumps(factors, sort_keys=True, default=str))
+
+    def _code_hash(self) -> str:
+        cc = self.plan.compilation_config
+        files = sorted(set(self.traced_files) | set(cc.traced_files))
+        content = []
+        for path in files:
+            content.append(path)
+            if path == "<string>":
+                continue
+            try:
+                content.append(Path(path).read_text())
+            except OSError:
+                logger.warning("Failed to read file %s", path)
+        cc.traced_files.clear()
+        return _sha256("\n".join(content))
+
+    def prepare(self) -> None:
+        """Compute the hashes and the cache directory, check every path, write the cache metadata."""
+        if self.prepared:
+            return
+        plan, cc = self.plan, self.plan.compilation_config
+        env = {name: os.environ.get(name) for name in ENV_FACTORS}
+        self.hashes = {
+            "env": env,
+            "config_hash": self._config_hash(),
+            "code_hash": self._code_hash(),
+            "compiler_hash": self.compiler_manager.compute_hash(),
+        }
+        disable_cache = not is_compile_cache_enabled(self.inductor_config)
+        cache_dir = cc.cache_dir
+        if not cache_dir:
+            factors = [_sha256(json.dumps(env, sort_keys=True))] + [
+                self.hashes[k] for k in ("config_hash", "code_hash", "compiler_hash")
+            ]
+            cache_dir = str(user_cache_dir() / "torch_compile_cache" / _sha256(str(factors))[:10])
+        check_allowed(cache_dir, "cache_dir")
+        if plan.debug_dump_dir is not None:
+            check_allowed(plan.debug_dump_dir, "debug_dump_path")
+        if plan.backend == "inductor":
+            check_inductor_cache_dir()
+        local = Path(cache_dir).expanduser().absolute() / f"rank_{plan.rank}_{plan.dp_rank}" / self.prefix
+        local.mkdir(parents=True, exist_ok=True)
+        self.local_cache_dir = str(local)
+        # vLLM also writes cache_dir back; we do not, so one config can compile several models safely.
+        cc.local_cache_dir = self.local_cache_dir
+        disable_cache = disable_cache or not self._check_factors(local)
+        self.disable_cache = disable_cache
+        self.compiler_manager.initialize_cache(self.local_cache_dir, disable_cache)
+        self.prepared = True
+
+    def _check_factors(self, local: Path) -> bool:
+        """Write cache_key_factors.json, or refuse a cache directory that was made for other factors."""
+        meta = local / "cache_key_factors.json"
+        if not meta.exists():
+            atomic_write_text(meta, json.dumps(self.hashes, indent=2, sort_keys=True))
+            self.cache_status = "new"
+            return True
+        try:
+            same = json.loads(meta.read_text()) == json.loads(json.dumps(self.hashes))
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            logger.warning(
+                "cache directory %s was made for another model or config; its cache is not used", local
+            )
+            self.cache_status = "mismatch: cache disabled (cache_key_factors.json differs)"
+            return False
+        self.cache_status = "reused"
+        return True
+
+    # -- the Dynamo backend ----------------------------------------------------------------------
+
+    def __call__(self, graph: fx.GraphModule, example_inputs: Sequence[Any]) -> Callable[..., Any]:
+        self.prepare()
+        assert not self.called, "VllmBackend can only be called once"
+        cc = self.plan.compilation_config
+        bump(self.counter, "num_graphs_seen")
+        dynamo_time = time.time() - self.trace_start_time
+        cc.compilation_time += dynamo_time
+        progress.emit("dynamo_traced", seconds=round(dynamo_time, 6))
+
+        fx_split_ops = [] if self.plan.use_inductor_graph_partition else self.plan.splitting_ops
+        self.split_gm, self.piecewise_graphs = split_graph(graph, fx_split_ops)
+        bump(self.counter, "num_piecewise_graphs_seen", len(self.piecewise_graphs))
+        names = [item.submod_name for item in self.piecewise_graphs if not item.is_splitting_graph]
+        progress.emit("graph_split", num_pieces=len(self.piecewise_graphs), num_compiled_pieces=len(names))
+
+        fake_values = [n.meta["example_value"] for n in graph.graph.find_nodes(op="placeholder")]
+        fake_args = [
+            fake_values[i] if isinstance(t, torch.Tensor) else t for i, t in enumerate(example_inputs)
+        ]
+        _PiecewiseCompileInterpreter(self.split_gm, names, self).run(*fake_args)
+
+        self._write_graphs(graph)
+        self.called = True
+        return self.split_gm
+
+    def _write_graphs(self, graph: fx.GraphModule) -> None:
+        src = "from __future__ import annotations\nimport torch\n" + self.split_gm.print_readable(
+            print_output=False
+        )
+        src = src.replace("<lambda>", "GraphModule")
+        path = Path(self.local_cache_dir) / "computation_graph.py"
+        if not path.exists():
+            atomic_write_text(path, src)
+        dump = self.plan.debug_dump_dir
+        if dump is not None:
+            dump.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(dump / "before_split.py", graph.print_readable(print_output=False))
+            atomic_write_text(dump / "after_split.py", src)
+
+    def end_monitoring(self) -> None:
+        progress.emit("all_ranges_compiled", compilation_time_s=self.plan.compilation_config.compilation_time)
+
+
+class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
+    """Runs the split graph on fake inputs and swaps each compiled submodule for a PiecewiseBackend."""
+
+    def __init__(self, module: fx.GraphModule, compile_submod_names: list[str], backend: VllmBackend) -> None:
+        super().__init__(module)
+        from torch._guards import detect_fake_mode
+
+        self.fake_mode = detect_fake_mode()
+        self.compile_submod_names = compile_submod_names
+        self.backend = backend
+        self.extra_traceback = False
+
+    def run(self, *args: Any) -> Any:  # type: ignore[override]
+        fake_args = [self.fake_mode.from_tensor(t) if isinstance(t, torch.Tensor) else t for t in args]
+        with self.fake_mode, enable_python_dispatcher():
+            return super().run(*fake_args)
+
+    def call_module(self, target: Any, args: Any, kwargs: Any) -> Any:
+        assert isinstance(target, str)
+        output = super().call_module(target, args, kwargs)
+        if target in self.compile_submod_names:
+            from torch.fx.experimental.symbolic_shapes import is_symbolic
+
+            index = self.compile_submod_names.index(target)
+            sym_shape_indices = [i for i, x in enumerate(args) if isinstance(x, torch.SymInt)]
+            tensor_indices = [
+                i
+                for i, x in enumerate(args)
+                if isinstance(x, torch.Tensor) and x.dim() and is_symbolic(x.shape[0])
+            ]
+            piece = PiecewiseBackend(
+                self.fetch_attr(target),
+                index,
+                len(self.compile_submod_names),
+                sym_shape_indices,
+                self.backend,
+                tensor_indices,
+            )
+            self.backend.piecewise_backends.append(piece)
+            plan = self.backend.plan
+            runnable: Callable[..., Any] = piece
+            if (
+                plan.cudagraph_mode.has_piecewise_cudagraphs()
+                and not plan.use_inductor_graph_partition
+                and self.backend.device.type == "cuda"
+            ):
+                runnable = CUDAGraphWrapper(piece, CUDAGraphMode.PIECEWISE, self.backend.counter)
+            self.module.__dict__[target] = runnable
+            bump(self.backend.counter, "num_piecewise_capturable_graphs_seen")
+        return output
+
+
+def _factory(vllm_config: Any) -> VllmBackend:
+    """What `CompilationConfig.init_backend(vllm_config)` returns for VLLM_COMPILE: a new VllmBackend."""
+    return VllmBackend(make_plan(vllm_config))

@@ -1,0 +1,301 @@
+"""Compiler adaptors (Inductor standalone, eager) and the CompilerManager with its disk cache.
+
+Cache layout, as vLLM's: `<local_cache_dir>/vllm_compile_cache.py` maps
+`((start, end), piece_index, compiler_name)` to `(artifact_key, artifact_path)`, and each artifact is a
+file (or, in the "unpacked" format, a directory) named `artifact_compile_range_<start>_<end>_subgraph_<i>`.
+
+Departure from vLLM 0.14 (which writes the index once every range and size has compiled): each artifact
+is written as soon as it exists and the index is rewritten right after, both by write-to-temp-and-rename.
+A fresh process therefore reuses a partial warm-up, and a crash or a failed compile leaves either no
+entry or a complete one; an index entry whose artifact is missing or unreadable is dropped, not trusted.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import logging
+import os
+import pprint
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.fx as fx
+
+from compilation_bridge.compile import progress
+from compilation_bridge.compile.counters import CompilationCounter, bump
+from compilation_bridge.compile.files import atomic_save, atomic_write_text
+from compilation_bridge.vllm_config import Range
+
+logger = logging.getLogger(__name__)
+
+CACHE_INDEX = "vllm_compile_cache.py"
+DISABLE_CACHE_ENVS = ("COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE", "VLLM_DISABLE_COMPILE_CACHE")
+MAX_AUTOTUNE_ENV = "COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE"
+
+
+class InductorCompileError(RuntimeError):
+    """Inductor failed on one piece for one compile range; nothing was cached for it."""
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "no")
+
+
+def is_compile_cache_enabled(inductor_config: dict[str, Any]) -> bool:
+    """vLLM's rule, with this project's switch beside vLLM's `VLLM_DISABLE_COMPILE_CACHE`."""
+    return (
+        not any(_env_flag(name) for name in DISABLE_CACHE_ENVS)
+        and not torch._inductor.config.force_disable_caches
+        and not inductor_config.get("force_disable_caches", False)
+    )
+
+
+class CompilerInterface:
+    name = "interface"
+
+    def initialize_cache(self, cache_dir: str, disable_cache: bool = False) -> None:
+        self.cache_dir = cache_dir
+        self.disable_cache = disable_cache
+
+    def compute_hash(self) -> str:
+        return ""
+
+    def compile(
+        self,
+        graph: fx.GraphModule,
+        example_inputs: list[Any],
+        compiler_config: dict[str, Any],
+        compile_range: Range,
+        key: str,
+        counter: CompilationCounter,
+    ) -> tuple[Callable[..., Any], Any | None]:
+        raise NotImplementedError
+
+    def load(self, handle: Any, graph: fx.GraphModule) -> Callable[..., Any]:
+        raise NotImplementedError
+
+
+class EagerAdaptor(CompilerInterface):
+    """Runs the piece's FX graph as it is: nothing to compile, nothing to cache (as vLLM)."""
+
+    name = "eager"
+
+    def compile(
+        self,
+        graph: fx.GraphModule,
+        example_inputs: list[Any],
+        compiler_config: dict[str, Any],
+        compile_range: Range,
+        key: str,
+        counter: CompilationCounter,
+    ) -> tuple[Callable[..., Any], Any | None]:
+        bump(counter, "num_eager_compiles")
+        return graph, None
+
+
+class InductorStandaloneAdaptor(CompilerInterface):
+    """`torch._inductor.standalone_compile` per piece and range; artifacts saved with `CompiledArtifact`."""
+
+    name = "inductor_standalone"
+
+    def __init__(self, save_format: str) -> None:
+        self.save_format = save_format
+
+    def compute_hash(self) -> str:
+        from torch._inductor.codecache import CacheBase, torch_key
+
+        factors = [CacheBase.get_system(), torch_key()]
+        return hashlib.md5(str(factors).encode(), usedforsecurity=False).hexdigest()[:10]
+
+    def compile(
+        self,
+        graph: fx.GraphModule,
+        example_inputs: list[Any],
+        compiler_config: dict[str, Any],
+        compile_range: Range,
+        key: str,
+        counter: CompilationCounter,
+    ) -> tuple[Callable[..., Any], Any | None]:
+        from torch._inductor import standalone_compile
+
+        bump(counter, "num_inductor_compiles")
+        config = dict(compiler_config)
+        if compile_range.is_single_size():
+            # vLLM turns autotuning on for exact sizes; on CPU it costs minutes per piece, so it is off
+            # unless the operator asks for it.
+            tune = _env_flag(MAX_AUTOTUNE_ENV)
+            config.setdefault("max_autotune", tune)
+            config.setdefault("coordinate_descent_tuning", tune)
+        torch._functorch.config.bundled_autograd_cache = False
+        dynamic = "from_example_inputs" if compile_range.is_single_size() else "from_graph"
+        compiled = standalone_compile(
+            graph, example_inputs, dynamic_shapes=dynamic, options={"config_patches": config}
+        )
+        path = os.path.join(self.cache_dir, key)
+        if not self.disable_cache and is_compile_cache_enabled(compiler_config):
+            atomic_save(path, lambda tmp: compiled.save(path=tmp, format=self.save_format))
+            bump(counter, "num_compiled_artifacts_saved")
+            return compiled, (key, path)
+        return compiled, None
+
+    def load(self, handle: Any, graph: fx.GraphModule) -> Callable[..., Any]:
+        from torch._inductor.compile_fx import graph_returns_tuple
+
+        key, _stored_path = handle
+        # The artifact is looked up next to the index, never at a path read from the file: a moved cache
+        # keeps working and an edited index cannot point outside the cache directory.
+        path = os.path.join(self.cache_dir, os.path.basename(key))
+        artifact = torch._inductor.CompiledArtifact.load(path=path, format=self.save_format)
+        returns_tuple = graph_returns_tuple(graph)
+
+        def run(*args: Any) -> Any:
+            out = artifact(*args)
+            return out if returns_tuple else out[0]
+
+        return run
+
+
+def make_compiler(backend: str, save_format: str) -> CompilerInterface:
+    if backend == "inductor":
+        return InductorStandaloneAdaptor(save_format)
+    if backend == "eager":
+        return EagerAdaptor()
+    raise ValueError(f"Invalid backend for piecewise compilation: {backend}")
+
+
+CacheKey = tuple[Range, int, str]
+
+
+class CompilerManager:
+    """Compiles (or loads) one piece for one compile range, and keeps the on-disk index current."""
+
+    def __init__(self, backend: str, save_format: str, counter: CompilationCounter) -> None:
+        self.compiler = make_compiler(backend, save_format)
+        self.counter = counter
+        self.cache: dict[CacheKey, Any] = {}
+        self.disable_cache = True
+        self.cache_dir = ""
+        self.range_start_time = 0.0
+
+    def compute_hash(self) -> str:
+        return self.compiler.compute_hash()
+
+    def initialize_cache(self, cache_dir: str, disable_cache: bool) -> None:
+        self.disable_cache = disable_cache
+        self.cache_dir = cache_dir
+        self.index_path = os.path.join(cache_dir, CACHE_INDEX)
+        self.compiler.initialize_cache(cache_dir, disable_cache)
+        if not disable_cache and os.path.exists(self.index_path):
+            self.cache = self._read_index()
+
+    def _read_index(self) -> dict[CacheKey, Any]:
+        try:
+            raw = ast.literal_eval(Path(self.index_path).read_text())
+            entries = {}
+            for (range_tuple, index, name), handle in raw.items():
+                start, end = range_tuple
+                if not all(isinstance(x, int) for x in (start, end, index)) or not isinstance(name, str):
+                    raise TypeError(f"bad cache key {(range_tuple, index, name)!r}")
+                entries[(Range(start=start, end=end), index, name)] = handle
+            return entries
+        except Exception as e:
+            logger.warning("ignoring unreadable compile cache index %s: %s", self.index_path, e)
+            return {}
+
+    def _write_index(self) -> None:
+        # Written with plain tuples so that the file does not depend on how Range prints.
+        data = {((r.start, r.end), i, n): h for (r, i, n), h in self.cache.items()}
+        atomic_write_text(self.index_path, pprint.PrettyPrinter(indent=4).pformat(data) + "\n")
+
+    def load(
+        self, graph: fx.GraphModule, graph_index: int, compile_range: Range
+    ) -> Callable[..., Any] | None:
+        key = (compile_range, graph_index, self.compiler.name)
+        if self.disable_cache or key not in self.cache:
+            return None
+        try:
+            loaded = self.compiler.load(self.cache[key], graph)
+        except Exception as e:
+            logger.warning("cache entry %s is unusable, compiling instead: %s", key, e)
+            del self.cache[key]
+            return None
+        bump(self.counter, "num_compiled_artifacts_loaded")
+        return loaded
+
+    @contextlib.contextmanager
+    def compile_context(self, splitting_ops: list[str] | None) -> Iterator[None]:
+        """Inductor graph partition: Inductor splits at the splitting ops instead of the FX split."""
+        if not splitting_ops:
+            yield
+            return
+        saved = list(torch._inductor.config.custom_should_partition_ops)
+        torch._inductor.config.custom_should_partition_ops = splitting_ops
+        try:
+            yield
+        finally:
+            torch._inductor.config.custom_should_partition_ops = saved
+
+    def compile(
+        self,
+        graph: fx.GraphModule,
+        example_inputs: list[Any],
+        inductor_config: dict[str, Any],
+        compilation_config: Any,
+        compile_range: Range,
+        graph_index: int,
+        num_graphs: int,
+        partition_ops: list[str] | None = None,
+    ) -> Callable[..., Any]:
+        if graph_index == 0:
+            self.range_start_time = time.time()
+        bump(self.counter, "num_backend_compilations")
+        event = {
+            "range": [compile_range.start, compile_range.end],
+            "piece": graph_index,
+            "num_pieces": num_graphs,
+            "compiler": self.compiler.name,
+        }
+        with progress.step("compile", **event) as result:
+            compiled = self.load(graph, graph_index, compile_range)
+            result["source"] = "cache" if compiled is not None else "compiler"
+            if compiled is None:
+                compiled = self._compile(
+                    graph, example_inputs, inductor_config, compile_range, graph_index, partition_ops
+                )
+        if graph_index == num_graphs - 1:
+            # as vLLM: from the start of piece 0 to the end of the last piece, running time included
+            elapsed = time.time() - self.range_start_time
+            compilation_config.compilation_time += elapsed
+            progress.emit("range_compiled", range=event["range"], seconds=round(elapsed, 6))
+        return compiled
+
+    def _compile(
+        self,
+        graph: fx.GraphModule,
+        example_inputs: list[Any],
+        inductor_config: dict[str, Any],
+        compile_range: Range,
+        graph_index: int,
+        partition_ops: list[str] | None,
+    ) -> Callable[..., Any]:
+        key = f"artifact_compile_range_{compile_range.start}_{compile_range.end}_subgraph_{graph_index}"
+        try:
+            with self.compile_context(partition_ops):
+                compiled, handle = self.compiler.compile(
+                    graph, example_inputs, inductor_config, compile_range, key, self.counter
+                )
+        except Exception as e:
+            raise InductorCompileError(
+                f"{self.compiler.name} failed to compile piece {graph_index} for compile range "
+                f"{compile_range}: {type(e).__name__}: {e}"
+            ) from e
+        if handle is not None:
+            self.cache[(compile_range, graph_index, self.compiler.name)] = handle
+            bump(self.counter, "num_cache_entries_updated")
+            self._write_index()
+        return compiled

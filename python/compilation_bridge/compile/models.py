@@ -1,0 +1,225 @@
+"""Reference models: `toy-llama` (a small Llama-style decoder) and the models of vLLM's piecewise tests.
+
+Every model takes tensors whose dimension 0 is the flat token dimension, the dynamic dimension that
+compile ranges and compile sizes refer to, and builds deterministic inputs for a token count
+(`example_inputs`). Weights come from a seeded generator, in float32, so two processes build the same
+model. Layers that are `CustomOp`s must be built inside `ops.custom_op_context`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from compilation_bridge.compile.ops import RMSNorm, SiluAndMul
+
+
+@dataclasses.dataclass(frozen=True)
+class ToyLlamaOptions:
+    vocab_size: int = 512
+    hidden_size: int = 128
+    num_layers: int = 2
+    num_heads: int = 4
+    num_kv_heads: int = 2
+    intermediate_size: int = 256
+    rms_norm_eps: float = 1e-6
+    rope_theta: float = 10000.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type in ("int", int) and (not isinstance(value, int) or isinstance(value, bool)):
+                raise TypeError(f"toy-llama option {f.name} must be an int, got {value!r}")
+        limits = {"vocab_size": 1 << 16, "hidden_size": 4096, "num_layers": 64, "intermediate_size": 16384}
+        for name, cap in limits.items():
+            if not 1 <= getattr(self, name) <= cap:
+                raise ValueError(f"toy-llama option {name} must be between 1 and {cap}")
+        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+            raise ValueError(
+                "toy-llama needs hidden_size divisible by num_heads and num_heads by num_kv_heads, got "
+                f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
+                f"num_kv_heads={self.num_kv_heads}"
+            )
+
+
+def _init_(generator: torch.Generator, *tensors: torch.Tensor, std: float) -> None:
+    with torch.no_grad():
+        for t in tensors:
+            t.copy_(torch.randn(t.shape, generator=generator) * std)
+
+
+def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    # neox-style rotation of the two halves of each head, as vLLM's default RotaryEmbedding
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+
+
+class ToyLlamaAttention(nn.Module):
+    def __init__(self, o: ToyLlamaOptions, layer_name: str) -> None:
+        super().__init__()
+        self.num_heads, self.num_kv_heads = o.num_heads, o.num_kv_heads
+        self.head_size = o.hidden_size // o.num_heads
+        self.q_size, self.kv_size = self.num_heads * self.head_size, self.num_kv_heads * self.head_size
+        self.qkv_proj = nn.Linear(o.hidden_size, self.q_size + 2 * self.kv_size, bias=False)
+        self.o_proj = nn.Linear(self.q_size, o.hidden_size, bias=False)
+        self.layer_name = layer_name
+        half = self.head_size // 2
+        inv_freq = 1.0 / (o.rope_theta ** (torch.arange(0, half, dtype=torch.float32) / half))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, positions: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        n = hidden.shape[0]
+        qkv = self.qkv_proj(hidden)
+        q, k, v = qkv.split([self.q_size, self.kv_size, self.kv_size], dim=-1)
+        freqs = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
+        cos, sin = freqs.cos()[:, None, :], freqs.sin()[:, None, :]
+        q = _rotary(q.view(n, self.num_heads, self.head_size), cos, sin)
+        k = _rotary(k.view(n, self.num_kv_heads, self.head_size), cos, sin)
+        v = v.view(n, self.num_kv_heads, self.head_size)
+        out = torch.ops.vllm.unified_attention(q, k, v, self.layer_name)
+        return self.o_proj(out.reshape(n, self.q_size))
+
+
+class ToyLlamaMLP(nn.Module):
+    def __init__(self, o: ToyLlamaOptions) -> None:
+        super().__init__()
+        self.gate_up_proj = nn.Linear(o.hidden_size, 2 * o.intermediate_size, bias=False)
+        self.act_fn = SiluAndMul()
+        self.down_proj = nn.Linear(o.intermediate_size, o.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(self.act_fn(self.gate_up_proj(x)))
+
+
+class ToyLlamaDecoderLayer(nn.Module):
+    def __init__(self, o: ToyLlamaOptions, layer_name: str) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(o.hidden_size, o.rms_norm_eps)
+        self.self_attn = ToyLlamaAttention(o, layer_name)
+        self.post_attention_layernorm = RMSNorm(o.hidden_size, o.rms_norm_eps)
+        self.mlp = ToyLlamaMLP(o)
+
+    def forward(self, positions: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        hidden = hidden + self.self_attn(positions, self.input_layernorm(hidden))
+        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+
+class ToyLlama(nn.Module):
+    """Embedding, `num_layers` decoder layers (one attention op each), final RMSNorm -> hidden states."""
+
+    def __init__(self, options: ToyLlamaOptions, seed: int = 0) -> None:
+        super().__init__()
+        self.options = options
+        self.embed_tokens = nn.Embedding(options.vocab_size, options.hidden_size)
+        self.layers = nn.ModuleList(
+            ToyLlamaDecoderLayer(options, f"model.layers.{i}.self_attn.attn")
+            for i in range(options.num_layers)
+        )
+        self.norm = RMSNorm(options.hidden_size, options.rms_norm_eps)
+        generator = torch.Generator().manual_seed(seed)
+        for name, p in sorted(self.named_parameters()):
+            if name.endswith("layernorm.weight") or name == "norm.weight":
+                _init_(generator, p, std=0.1)
+                with torch.no_grad():
+                    p.add_(1.0)
+            else:
+                std = 1.0 if name.startswith("embed") else 1.0 / math.sqrt(p.shape[-1])
+                _init_(generator, p, std=std)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        hidden = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            hidden = layer(positions, hidden)
+        return self.norm(hidden)
+
+    def example_inputs(self, num_tokens: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        positions = torch.arange(num_tokens, device=device)
+        input_ids = (positions * 7 + 3) % self.options.vocab_size
+        return input_ids, positions
+
+
+class SimplePiecewiseModel(nn.Module):
+    """vLLM's `fullgraph/test_simple.py` model: x+1, +2, attention, -2, -1, attention, +1.
+
+    Two attention calls, so splitting at `silly::attention` gives 5 pieces of which 3 are compiled; an
+    input of zeros gives 19 everywhere.
+    """
+
+    def __init__(self, hidden_size: int = 1) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1
+        x = x + 2
+        out = torch.empty_like(x)
+        torch.ops.silly.attention(x, x, x, out)
+        x = out
+        x = x - 2
+        x = x - 1
+        out = torch.empty_like(x)
+        torch.ops.silly.attention(x, x, x, out)
+        x = out
+        return x + 1
+
+    def example_inputs(self, num_tokens: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        return (torch.zeros(num_tokens, self.hidden_size, device=device),)
+
+
+class SingleAttentionModel(nn.Module):
+    """vLLM's `test_compile_ranges.py` model: x + x, attention, * 3 (ones in, 18 out)."""
+
+    def __init__(self, hidden_size: int = 4) -> None:
+        super().__init__()
+        self.hidden_size = hidden_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + x
+        out = torch.empty_like(x)
+        torch.ops.silly.attention(x, x, x, out)
+        return out * 3
+
+    def example_inputs(self, num_tokens: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+        return (torch.ones(num_tokens, self.hidden_size, device=device),)
+
+
+def _toy_llama(seed: int, options: dict[str, Any]) -> nn.Module:
+    return ToyLlama(ToyLlamaOptions(**options), seed=seed)
+
+
+def _simple(cls: type[nn.Module]) -> Callable[[int, dict[str, Any]], nn.Module]:
+    def build(seed: int, options: dict[str, Any]) -> nn.Module:
+        hidden = options.pop("hidden_size", None)
+        if options:
+            raise TypeError(f"unknown model options: {', '.join(sorted(options))}")
+        if hidden is None:
+            return cls()
+        if not isinstance(hidden, int) or not 1 <= hidden <= 4096:
+            raise ValueError("hidden_size must be an int between 1 and 4096")
+        return cls(hidden)
+
+    return build
+
+
+MODELS: dict[str, Callable[[int, dict[str, Any]], nn.Module]] = {
+    "toy-llama": _toy_llama,
+    "simple-piecewise": _simple(SimplePiecewiseModel),
+    "single-attention": _simple(SingleAttentionModel),
+}
+
+
+def build_model(name: str, seed: int = 0, **options: Any) -> nn.Module:
+    """Build a reference model by name; layers with CustomOps need an active `custom_op_context`."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
+    try:
+        return MODELS[name](seed, dict(options))
+    except TypeError as e:
+        if "unexpected keyword argument" in str(e):
+            raise TypeError(f"unknown option for model {name!r}: {e}") from None
+        raise

@@ -1,0 +1,254 @@
+"""`compile_model(config, ...)`: a reference model compiled the way a config says, run and reported.
+
+`compile_model` builds the model (custom-op paths chosen by the config), and for VLLM_COMPILE traces it
+once with `max_num_tokens` tokens and splits the graph, compiling no range or size; each range or exact
+size compiles at the first `run` that needs it. STOCK_TORCH_COMPILE and DYNAMO_TRACE_ONCE compile at the
+first `run` (DYNAMO_TRACE_ONCE traces with `max_num_tokens` tokens first, as vLLM's runner does, so the
+trace never specialises to a small size).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from compilation_bridge.compile import models, ops, progress
+from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
+from compilation_bridge.compile.counters import CompilationCounter
+from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
+from compilation_bridge.compile.piecewise import tracing_only
+from compilation_bridge.compile.plan import MAX_TOKENS_CAP, CompilePlan, make_plan
+from compilation_bridge.compile.wrapper import CompiledForward
+from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
+from compilation_bridge.vllm_config.platforms import current_platform
+
+
+def _device() -> torch.device:
+    if current_platform.is_cuda_alike() and torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def _max_abs_diff(a: Any, b: Any) -> float:
+    if isinstance(a, torch.Tensor):
+        return float((a.float() - b.float()).abs().max().item()) if a.numel() else 0.0
+    return max((_max_abs_diff(x, y) for x, y in zip(a, b, strict=True)), default=0.0)
+
+
+def _slice(out: Any, n: int) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out[:n]
+    return type(out)(_slice(x, n) for x in out)
+
+
+class CompiledModel:
+    """A live compiled reference model: `run(num_tokens)` and `report()` return plain JSON-able dicts."""
+
+    def __init__(
+        self,
+        name: str,
+        options: dict[str, Any],
+        model: nn.Module,
+        plan: CompilePlan,
+        forward: CompiledForward,
+        backend: VllmBackend | None,
+        counter: CompilationCounter,
+        device: torch.device,
+    ) -> None:
+        self.name = name
+        self.options = options
+        self.model = model
+        self.plan = plan
+        self.forward = forward
+        self.backend = backend
+        self.counter = counter
+        self.device = device
+        self.cudagraphs = CudagraphPlan(plan.cudagraph_mode, plan.cudagraph_capture_sizes, device)
+        self.full_graph = (
+            CUDAGraphWrapper(forward, CUDAGraphMode.FULL, counter)
+            if self.cudagraphs.active and plan.cudagraph_mode.has_full_cudagraphs()
+            else None
+        )
+        self.first_run_seconds: float | None = None
+        self.runs = 0
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def _inputs(self, n: int) -> tuple[torch.Tensor, ...]:
+        return self.model.example_inputs(n, self.device)  # type: ignore[operator]
+
+    def _check_tokens(self, num_tokens: int) -> None:
+        if isinstance(num_tokens, bool) or not isinstance(num_tokens, int):
+            raise TypeError(f"num_tokens must be an int, got {num_tokens!r}")
+        if self.backend is not None and self.backend.piecewise_backends:
+            piece = self.backend.piecewise_backends[0]
+            # vLLM's assertion, raised before any piece runs
+            assert piece.find_range_for_shape(num_tokens) is not None, (
+                f"Shape: {num_tokens} out of considered ranges: {piece.compile_ranges}"
+            )
+        elif not 1 <= num_tokens <= self.plan.max_num_tokens:
+            raise ValueError(f"num_tokens must be between 1 and max_num_tokens={self.plan.max_num_tokens}")
+        if num_tokens > MAX_TOKENS_CAP:
+            raise ValueError(f"num_tokens must be at most {MAX_TOKENS_CAP}")
+
+    def trace(self) -> None:
+        """Trace once with `max_num_tokens` tokens, compiling nothing (VLLM_COMPILE) or the whole graph."""
+        if self.forward.traced or self.plan.mode in (
+            CompilationMode.NONE,
+            CompilationMode.STOCK_TORCH_COMPILE,
+        ):
+            return
+        inputs = self._inputs(self.plan.max_num_tokens)
+        with progress.step("trace", mode=self.plan.mode.name, num_tokens=self.plan.max_num_tokens):
+            if self.backend is not None:
+                self.backend.trace_start_time = time.time()
+                with tracing_only(), torch.no_grad():
+                    self.forward(*inputs)
+            else:
+                with torch.no_grad():
+                    self.forward(*inputs)
+
+    def run(self, num_tokens: int) -> dict[str, Any]:
+        self._check_tokens(num_tokens)
+        before = self.counter.clone()
+        first = self.runs == 0
+        with progress.step("run", num_tokens=num_tokens):
+            self.trace()
+            runtime_mode, padded = self.cudagraphs.dispatch(num_tokens)
+            inputs = self._inputs(padded)
+            call = self.full_graph if runtime_mode == CUDAGraphMode.FULL and self.full_graph else self.forward
+            with torch.no_grad(), forward_context(runtime_mode, padded):
+                self._sync()
+                start = time.perf_counter()
+                out = _slice(call(*inputs), num_tokens)
+                self._sync()
+                seconds = time.perf_counter() - start
+            with torch.no_grad():
+                eager_inputs = self._inputs(num_tokens)
+                self._sync()
+                start = time.perf_counter()
+                reference = self.model(*eager_inputs)
+                self._sync()
+                eager_seconds = time.perf_counter() - start
+        self.runs += 1
+        if first:
+            self.first_run_seconds = seconds
+        after = self.counter
+        return {
+            "num_tokens": num_tokens,
+            "seconds": seconds,
+            "eager_seconds": eager_seconds,
+            "max_abs_diff_vs_eager": _max_abs_diff(out, reference),
+            "backend_compilations": after.num_backend_compilations - before.num_backend_compilations,
+            "artifacts_loaded": after.num_compiled_artifacts_loaded - before.num_compiled_artifacts_loaded,
+            "cudagraph_runtime_mode": runtime_mode.name,
+            "padded_num_tokens": padded,
+            "dispatched_to": self._dispatched_to(num_tokens),
+        }
+
+    def _dispatched_to(self, num_tokens: int) -> list[int] | None:
+        if self.backend is None or not self.backend.piecewise_backends:
+            return None
+        entry = self.backend.piecewise_backends[0].find_range_for_shape(num_tokens)
+        return None if entry is None else [entry.compile_range.start, entry.compile_range.end]
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    # -- reporting -------------------------------------------------------------------------------
+
+    def report(self) -> dict[str, Any]:
+        plan, cc, backend = self.plan, self.plan.compilation_config, self.backend
+        pieces = backend.piecewise_graphs if backend is not None else []
+        compiled_ranges: list[list[int]] = []
+        if backend is not None and backend.piecewise_backends:
+            last = backend.piecewise_backends[-1]
+            compiled_ranges = sorted(
+                [e.compile_range.start, e.compile_range.end]
+                for e in last.range_entries.values()
+                if e.compiled
+            )
+        return {
+            "model": self.name,
+            "model_options": dict(self.options),
+            "mode": plan.mode.name,
+            "backend": plan.backend,
+            "device": self.device.type,
+            "splitting_ops": list(plan.splitting_ops),
+            "custom_ops": list(plan.custom_ops),
+            "enabled_custom_ops": dict(cc.enabled_custom_ops),
+            "disabled_custom_ops": dict(cc.disabled_custom_ops),
+            "num_pieces": len(pieces)
+            if backend is not None
+            else (0 if plan.mode == CompilationMode.NONE else 1),
+            "num_compiled_pieces": (
+                sum(not p.is_splitting_graph for p in pieces)
+                if backend is not None
+                else (0 if plan.mode == CompilationMode.NONE else 1)
+            ),
+            "num_backend_compilations": self.counter.num_backend_compilations,
+            "num_artifacts_saved": self.counter.num_compiled_artifacts_saved,
+            "num_artifacts_loaded": self.counter.num_compiled_artifacts_loaded,
+            "compilation_time_s": cc.compilation_time,
+            "first_run_seconds": self.first_run_seconds,
+            "local_cache_dir": getattr(backend, "local_cache_dir", None),
+            "cache_enabled": backend is not None and not backend.disable_cache,
+            "cache_status": backend.cache_status if backend is not None else "no cache in this mode",
+            "compile_ranges": [[r.start, r.end] for r in plan.compile_ranges],
+            "compile_sizes": None if plan.compile_sizes is None else list(plan.compile_sizes),
+            "compiled_ranges": compiled_ranges,
+            "max_num_tokens": plan.max_num_tokens,
+            "counters": self.counter.as_dict(),
+            **self.cudagraphs.report(),
+        }
+
+
+def compile_model(
+    config: Any,
+    *,
+    model: str = "toy-llama",
+    max_num_tokens: int | None = None,
+    seed: int = 0,
+    **model_size_options: Any,
+) -> CompiledModel:
+    """Build reference model `model` and compile it as `config` (a CompilationConfig or VllmConfig) says."""
+    if model not in models.MODELS:
+        raise ValueError(f"unknown model {model!r}; known models: {', '.join(models.MODELS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    plan = make_plan(config, max_num_tokens)
+    cc = plan.compilation_config
+    device = _device()
+    with ops.custom_op_context(plan.custom_ops, cc):
+        module = models.build_model(model, seed, **model_size_options)
+    module = module.to(device).eval()
+    counter = CompilationCounter()
+    backend: VllmBackend | None = None
+    target: Any = None
+    if plan.mode == CompilationMode.VLLM_COMPILE:
+        model_file = getattr(sys.modules.get(type(module).__module__), "__file__", None)
+        source_files = [f for f in (models.__file__, ops.__file__, model_file) if f]
+        backend = VllmBackend(
+            plan,
+            extra_factors={"model": model, "model_options": model_size_options, "device": device.type},
+            traced_files=[f for f in source_files if Path(f).is_file()],
+            counter=counter,
+            device=device,
+        )
+        backend.prepare()  # every path is checked now, before anything is traced or written
+        target = backend
+    elif plan.mode != CompilationMode.NONE:
+        target = cc.init_backend(plan.vllm_config)
+        if target == "inductor":
+            check_inductor_cache_dir()
+    forward = CompiledForward(module, plan.mode, target, plan.inductor_compile_config, counter)
+    compiled = CompiledModel(model, model_size_options, module, plan, forward, backend, counter, device)
+    if backend is not None:
+        compiled.trace()
+    return compiled

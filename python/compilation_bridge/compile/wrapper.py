@@ -1,0 +1,88 @@
+"""The four compilation modes applied to a model's forward (vLLM's decorator + `wrapper.py`, spec §5.2).
+
+- NONE: the forward as it is (eager).
+- STOCK_TORCH_COMPILE: `torch.compile(forward, fullgraph=True, backend=...)` with Dynamo's guards kept, so a
+  new shape re-traces (and, from the second shape on, Dynamo's automatic dynamic shapes apply).
+- DYNAMO_TRACE_ONCE: one Dynamo trace with dimension 0 of every tensor argument marked dynamic and
+  every guard dropped (`guard_filter_fn`), handed whole to the backend; later calls never re-trace, even
+  when the traced Python would have branched differently.
+- VLLM_COMPILE: the same trace-once wrapper with a `VllmBackend` as the backend.
+
+Dynamo caches compiled code on the code object, and with guards dropped any entry matches; so each
+wrapper compiles its own copy of the forward's code object, and two compiled models never share one.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from compilation_bridge.compile.counters import CompilationCounter, bump
+from compilation_bridge.vllm_config import CompilationMode
+
+
+def _private_forward(module: nn.Module) -> Callable[..., Any]:
+    forward = type(module).forward
+    code = forward.__code__.replace()  # a distinct code object: a Dynamo cache of its own
+    fn = types.FunctionType(
+        code, forward.__globals__, forward.__name__, forward.__defaults__, forward.__closure__
+    )
+    return types.MethodType(fn, module)
+
+
+def _drop_all_guards(guards: list[Any]) -> list[bool]:
+    return [False] * len(guards)
+
+
+class CompiledForward:
+    """Calls `module`'s forward in one of the four modes; see the module docstring."""
+
+    def __init__(
+        self,
+        module: nn.Module,
+        mode: CompilationMode,
+        backend: str | Callable[..., Any] | None,
+        inductor_options: dict[str, Any] | None = None,
+        counter: CompilationCounter | None = None,
+    ) -> None:
+        if mode is None:
+            raise RuntimeError("Compilation mode cannot be NO_COMPILATION")
+        self.module = module
+        self.mode = CompilationMode(mode)
+        self.backend = backend
+        self.counter = counter or CompilationCounter()
+        self.traced = False
+        if self.mode == CompilationMode.NONE:
+            self._compiled: Callable[..., Any] = module.forward
+            return
+        # Options go to Inductor only when the backend is the "inductor" string, and as a copy: torch.compile
+        # pops keys out of the dict it is given, which must never be the config's own.
+        options: dict[str, Any] = {}
+        if isinstance(backend, str) and backend == "inductor":
+            options = copy.copy(inductor_options or {})
+        if self.mode == CompilationMode.STOCK_TORCH_COMPILE:
+            bump(self.counter, "stock_torch_compile_count")
+        else:
+            bump(self.counter, "num_models_seen")
+            options["guard_filter_fn"] = _drop_all_guards
+        self._compiled = torch.compile(
+            _private_forward(module),
+            fullgraph=True,
+            dynamic=None if self.mode == CompilationMode.STOCK_TORCH_COMPILE else False,
+            backend=backend,
+            options=options or None,
+        )
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.traced and self.mode not in (CompilationMode.NONE, CompilationMode.STOCK_TORCH_COMPILE):
+            for a in args:
+                # a size-1 dimension cannot be dynamic (Dynamo specialises 0 and 1)
+                if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] > 1:
+                    torch._dynamo.mark_dynamic(a, 0)
+        self.traced = True
+        return self._compiled(*args)
