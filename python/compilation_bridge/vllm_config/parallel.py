@@ -157,6 +157,14 @@ class ParallelConfig:
             )
         return self
 
+    @model_validator(mode="after")
+    def _verify_args(self) -> Self:
+        if not current_platform.use_custom_allreduce() or self.nnodes > 1:
+            self.disable_custom_all_reduce = True
+        if self.ray_workers_use_nsight and self.distributed_executor_backend != "ray":
+            raise ValueError("Unable to use nsight profiling unless workers run with Ray.")
+        return self
+
     @property
     def world_size_across_dp(self) -> int:
         return self.world_size * self.data_parallel_size

@@ -51,10 +51,18 @@ class Platform:
     def default_block_size(self) -> int:
         return 16
 
+    def use_custom_allreduce(self) -> bool:
+        return False
+
+    def worker_cls(self) -> str:
+        return "auto"
+
     def check_and_update_config(self, vllm_config: VllmConfig) -> None:
         """The compilation-relevant part of the platform's `check_and_update_config`."""
         if vllm_config.cache_config.block_size is None:
             vllm_config.cache_config.block_size = self.default_block_size()
+        if vllm_config.parallel_config.worker_cls == "auto":
+            vllm_config.parallel_config.worker_cls = self.worker_cls()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__}>"
@@ -72,6 +80,9 @@ class CpuPlatform(Platform):
 
     def default_block_size(self) -> int:
         return 128
+
+    def worker_cls(self) -> str:
+        return "vllm.v1.worker.cpu_worker.CPUWorker"
 
     def check_and_update_config(self, vllm_config: VllmConfig) -> None:
         from compilation_bridge.vllm_config.enums import CompilationMode
@@ -117,6 +128,12 @@ class CudaPlatform(Platform):
 
     def device_count(self) -> int:
         return self.gpus_per_node
+
+    def use_custom_allreduce(self) -> bool:
+        return True
+
+    def worker_cls(self) -> str:
+        return "vllm.v1.worker.gpu_worker.Worker"
 
 
 _PLATFORM_CLASSES: dict[str, type[Platform]] = {"cpu": CpuPlatform, "cuda": CudaPlatform}

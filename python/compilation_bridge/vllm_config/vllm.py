@@ -140,6 +140,7 @@ class VllmConfig:
         self._add_rms_norm_for_sequence_parallelism()
         self._check_cuda_cudagraph_mode()
         self._check_microbatching()
+        self._resolve_hybrid_kv_cache_manager()
         self._resolve_debug_dump_path()
 
     def _resolve_async_scheduling(self) -> None:
@@ -371,6 +372,21 @@ class VllmConfig:
         )
         if not self.model_config.disable_cascade_attn:  # AttributeError without a model, as in vLLM
             self.model_config.disable_cascade_attn = True
+
+    def _resolve_hybrid_kv_cache_manager(self) -> None:
+        scheduler = self.scheduler_config
+        need_disable = not current_platform.support_hybrid_kv_cache()
+        if self.model_config is not None and self.model_config.attention_chunk_size is not None:
+            need_disable |= not int(os.getenv("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1"))
+        if scheduler.disable_hybrid_kv_cache_manager is None:
+            scheduler.disable_hybrid_kv_cache_manager = need_disable
+        elif scheduler.disable_hybrid_kv_cache_manager is False and need_disable:
+            raise ValueError(
+                "Hybrid KV cache manager was explicitly enabled but is not "
+                "supported in this configuration. Consider omitting the "
+                "--no-disable-hybrid-kv-cache-manager flag to let vLLM decide "
+                "automatically."
+            )
 
     def _resolve_debug_dump_path(self) -> None:
         cc = self.compilation_config
