@@ -489,9 +489,10 @@ class CompilationConfig:
         """Map every batch size up to the max to the capture size it is padded to."""
         check_size("max_cudagraph_capture_size", self.max_cudagraph_capture_size)
         self.bs_to_padded_graph_size = [0 for _ in range(self.max_cudagraph_capture_size + 1)]
+        # List concatenation, not unpacking: with sizes None vLLM's TypeError text is the "+" one.
         for end, start in zip(
-            [*self.cudagraph_capture_sizes, self.max_cudagraph_capture_size + 1],
-            [0, *self.cudagraph_capture_sizes],
+            self.cudagraph_capture_sizes + [self.max_cudagraph_capture_size + 1],  # noqa: RUF005
+            [0] + self.cudagraph_capture_sizes,  # noqa: RUF005
             strict=False,
         ):
             for bs in range(start, end):
@@ -501,7 +502,7 @@ class CompilationConfig:
         if self.compile_ranges_split_points is None:
             return []
         split_points = sorted(set(self.compile_ranges_split_points))
-        starts = [0, *split_points[:-1]]
+        starts = [0] + split_points[:-1]  # noqa: RUF005 - as vLLM writes it
         return [Range(start=s + 1, end=e) for s, e in zip(starts, split_points, strict=False)]
 
 
