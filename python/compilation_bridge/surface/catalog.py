@@ -9,6 +9,7 @@ a call names it.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -166,6 +167,12 @@ def check_size_value(field: str, value: Any) -> None:
         check_size(field, value)
 
 
+def _testing_loader() -> dict[str, Any]:
+    from compilation_bridge.surface import testing
+
+    return {"sleep": testing.sleep, "spin": testing.spin, "count": testing.count}
+
+
 def default_surface() -> Surface:
     modules = [
         ExposedModule(
@@ -178,4 +185,6 @@ def default_surface() -> Surface:
     ]
     progress = _compile_progress
     modules.append(ExposedModule(COMPILE_PACKAGE, _compile_loader, _compile_types, progress=progress))
+    if os.environ.get("COMPILATION_BRIDGE_TEST_HOOKS") == "1":  # see surface/testing.py
+        modules.append(ExposedModule("compilation_bridge.testing", _testing_loader))
     return Surface(modules, value_check=check_size_value)

@@ -78,6 +78,42 @@ def snakepit_env(ready_file: str, extra: dict[str, str] | None = None) -> dict[s
     return env
 
 
+class ElixirBridgeServer(pb_grpc.BridgeServiceServicer):
+    """The part of Snakepit's Elixir BridgeServer a worker talks to: Ping, sessions and Heartbeat."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.sessions: set[str] = set()
+        self.heartbeats: list[str] = []
+        self.server = grpc.server(ThreadPoolExecutor(max_workers=4, thread_name_prefix="fake-elixir"))
+        pb_grpc.add_BridgeServiceServicer_to_server(self, self.server)
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.stop(0).wait(2)
+
+    def Ping(self, request: pb.PingRequest, context: grpc.ServicerContext) -> pb.PingResponse:
+        return pb.PingResponse(message=f"pong: {request.message}")
+
+    def InitializeSession(
+        self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
+    ) -> pb.InitializeSessionResponse:
+        self.sessions.add(request.session_id)
+        return pb.InitializeSessionResponse(success=True)
+
+    def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.ServicerContext) -> pb.HeartbeatResponse:
+        self.heartbeats.append(request.session_id)
+        response = pb.HeartbeatResponse(session_valid=request.session_id in self.sessions)
+        response.server_time.GetCurrentTime()
+        return response
+
+
 @dataclass
 class HeartbeatStats:
     latencies_s: list[float] = field(default_factory=list)
@@ -98,6 +134,7 @@ class WorkerProcess:
         self._stop_heartbeats = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
         self.ready_after_s = 0.0
+        self.elixir: ElixirBridgeServer | None = None  # Snakepit's side, when spawn started one
 
     @classmethod
     def spawn(
@@ -105,13 +142,15 @@ class WorkerProcess:
         *,
         python: str = sys.executable,
         script: Path | None = None,
-        elixir_address: str = "127.0.0.1:1",
+        elixir_address: str | None = None,
         extra_args: Sequence[str] = (),
         extra_env: dict[str, str] | None = None,
         heartbeat_interval_s: float | None = 2.0,
         ready_timeout_s: float = 30.0,
     ) -> WorkerProcess:
         script = script or launch_script()
+        elixir = ElixirBridgeServer() if elixir_address is None else None
+        elixir_address = elixir.address if elixir is not None else elixir_address
         tmp = tempfile.mkdtemp(prefix="snakepit_")
         ready_file = os.path.join(tmp, f"snakepit_ready_default_worker_1_{time.monotonic_ns()}")
         log_path = os.path.join(tmp, "worker.log")
@@ -200,7 +239,6 @@ class WorkerProcess:
     def terminate(self, sig: int = signal.SIGTERM, timeout_s: float = 6.0) -> tuple[int, float]:
         """Snakepit's terminate: signal the process group, wait up to 6 s, then SIGKILL."""
         self._stop_heartbeats.set()
-        self.channel.close()
         started = time.monotonic()
         if self.process.poll() is None:
             try:
@@ -212,7 +250,11 @@ class WorkerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        return self.process.returncode, time.monotonic() - started
+        elapsed = time.monotonic() - started
+        self.channel.close()  # after the exit: in-flight calls must not be cancelled by the client first
+        if self.elixir is not None:
+            self.elixir.stop()
+        return self.process.returncode, elapsed
 
     def log_text(self) -> str:
         return Path(self.log_path).read_text(errors="replace")
