@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # sub-command name -> (module under compilation_bridge.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "build a CompilationConfig/VllmConfig and print its fields, ranges and hash"),
+    "port": ("port", "serve SnakeBridge calls on stdin/stdout as an Erlang port (length-prefixed msgpack)"),
 }
 
 

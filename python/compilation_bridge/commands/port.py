@@ -1,0 +1,40 @@
+"""`compilation-bridge port`: serve SnakeBridge calls over stdin/stdout as an Erlang port.
+
+Each frame is a 4-byte big-endian length and a msgpack map (see `compilation_bridge.transport.port`);
+the Elixir side opens it with `Port.open({:spawn_executable, python}, [{:packet, 4}, :binary, ...])`.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from compilation_bridge.settings import PLATFORMS
+
+NAME = "port"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from compilation_bridge.transport.port import DEFAULT_MAX_FRAME_BYTES
+
+    parser.add_argument(
+        "--max-frame-bytes",
+        type=int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        help=f"largest request frame accepted (default {DEFAULT_MAX_FRAME_BYTES})",
+    )
+    parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
+    parser.add_argument(
+        "--log-level", help="debug, info, warning, error or none (default: SNAKEPIT_LOG_LEVEL)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from compilation_bridge.transport.launch import apply_platform
+    from compilation_bridge.transport.logs import configure_logging
+    from compilation_bridge.transport.port import run_port
+
+    configure_logging(args.log_level)
+    apply_platform(args.platform)
+    if args.max_frame_bytes < 1024:
+        raise SystemExit("compilation-bridge port: --max-frame-bytes must be at least 1024")
+    return run_port(args.max_frame_bytes)
