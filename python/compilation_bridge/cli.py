@@ -14,7 +14,10 @@ from collections.abc import Sequence
 # sub-command name -> (module under compilation_bridge.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "build a CompilationConfig/VllmConfig and print its fields, ranges and hash"),
+    "serve": ("serve", "serve Snakepit/SnakeBridge calls over gRPC (what python/grpc_server.py runs)"),
+    "bench": ("bench", "latency and throughput of the worker against a bare grpcio servicer, as ratios"),
     "port": ("port", "serve SnakeBridge calls on stdin/stdout as an Erlang port (length-prefixed msgpack)"),
+    "compile": ("compile", "compile a reference model with a config, run it and print a report"),
 }
 
 

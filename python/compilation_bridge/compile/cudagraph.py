@@ -55,10 +55,10 @@ class CudagraphPlan:
         self.max_size = self.capture_sizes[-1] if self.capture_sizes else 0
         if mode == CUDAGraphMode.NONE:
             self.reason = "cudagraph_mode is NONE"
-        elif not self.capture_sizes:
-            self.reason = "no cudagraph_capture_sizes"
         elif device.type != "cuda":
             self.reason = f"the model runs on {device.type}; CUDA graphs need CUDA, so none were captured"
+        elif not self.capture_sizes:
+            self.reason = "no cudagraph_capture_sizes"
         else:
             self.reason = ""
         self.active = not self.reason

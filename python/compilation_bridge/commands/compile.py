@@ -1,0 +1,149 @@
+"""`compilation-bridge compile`: compile a reference model with a config, run it, print a readable report.
+
+    compilation-bridge compile --config '{"mode": 3}' --model toy-llama --tokens 1,16,64
+
+Progress (trace, one line per piece and range compiled or loaded) goes to stderr as it happens; the
+report goes to stdout (`--json` prints the report and runs as JSON instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from compilation_bridge.settings import PLATFORMS
+
+NAME = "compile"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default='{"mode": 3}', help="CompilationConfig keywords as JSON")
+    parser.add_argument(
+        "--model", default="toy-llama", help="reference model (toy-llama, simple-piecewise, ...)"
+    )
+    parser.add_argument("--tokens", default="1,16,64", help="comma-separated token counts to run, in order")
+    parser.add_argument("--max-num-tokens", type=int, help="top of the last compile range (default 2048)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the model's weights")
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="model size option, e.g. num_layers=4",
+    )
+    parser.add_argument("--vllm-config", action="store_true", help="wrap the config in a VllmConfig first")
+    parser.add_argument("--scheduler", help="SchedulerConfig keywords as JSON (with --vllm-config)")
+    parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
+    parser.add_argument("--json", action="store_true", help="print the runs and the report as JSON")
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ValueError(f"--option takes KEY=VALUE, got {pair!r}")
+        options[key] = json.loads(value)
+    return options
+
+
+class ProgressPrinter:
+    """Draws compile progress as lines on a terminal stream."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.start = time.perf_counter()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        line = self._line(event)
+        if line:
+            print(f"[{time.perf_counter() - self.start:7.2f}s] {line}", file=self.out, flush=True)
+
+    @staticmethod
+    def _line(e: dict[str, Any]) -> str | None:
+        kind = e["event"]
+        if kind == "trace_start":
+            return f"tracing with {e['num_tokens']} tokens ({e['mode']}) ..."
+        if kind == "dynamo_traced":
+            return f"Dynamo traced the model in {e['seconds']:.2f} s"
+        if kind == "graph_split":
+            return f"split into {e['num_pieces']} pieces, {e['num_compiled_pieces']} to compile"
+        if kind == "compile_start":
+            r = e["range"]
+            return f"  piece {e['piece'] + 1}/{e['num_pieces']} for range ({r[0]}, {r[1]}) ..."
+        if kind == "compile_end":
+            verb = "loaded from cache" if e.get("source") == "cache" else f"compiled ({e['compiler']})"
+            verb = verb if e["ok"] else "FAILED"
+            return f"  piece {e['piece'] + 1}/{e['num_pieces']} {verb} in {e['seconds']:.2f} s"
+        if kind == "range_compiled":
+            return f"range ({e['range'][0]}, {e['range'][1]}) ready in {e['seconds']:.2f} s"
+        if kind == "run_start":
+            return f"run with {e['num_tokens']} tokens"
+        return None
+
+
+def format_report(report: dict[str, Any], runs: list[dict[str, Any]]) -> str:
+    ranges = ", ".join(f"({a}, {b})" for a, b in report["compile_ranges"])
+    compiled = ", ".join(f"({a}, {b})" for a, b in report["compiled_ranges"]) or "none"
+    lines = [
+        f"model            {report['model']} {report['model_options'] or ''}".rstrip(),
+        f"mode             {report['mode']} (backend {report['backend']}, device {report['device']})",
+        f"pieces           {report['num_pieces']} ({report['num_compiled_pieces']} compiled)",
+        f"compile ranges   {ranges}; sizes {report['compile_sizes']}",
+        f"compiled so far  {compiled}",
+        f"compilations     {report['num_backend_compilations']} backend "
+        f"({report['num_artifacts_saved']} saved, {report['num_artifacts_loaded']} loaded from cache)",
+        f"compilation time {report['compilation_time_s']:.2f} s",
+        f"cache            {report['local_cache_dir'] or '-'} ({report['cache_status']})",
+        f"custom ops       enabled {report['enabled_custom_ops']}, disabled {report['disabled_custom_ops']}",
+        f"cudagraphs       {report['cudagraph_mode']}: {report['cudagraphs_reason']}",
+        "",
+        f"{'tokens':>8} {'compiled s':>11} {'eager s':>9} {'max |diff|':>11}  dispatched to",
+    ]
+    for r in runs:
+        where = r["dispatched_to"]
+        lines.append(
+            f"{r['num_tokens']:>8} {r['seconds']:>11.4f} {r['eager_seconds']:>9.4f} "
+            f"{r['max_abs_diff_vs_eager']:>11.2e}  {tuple(where) if where else '-'}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from compilation_bridge.vllm_config.platforms import set_platform
+
+    if args.platform:
+        set_platform(args.platform)
+    try:
+        from compilation_bridge import vllm_config as vc
+        from compilation_bridge.compile import compile_model, progress
+
+        tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
+        config: Any = vc.CompilationConfig(**json.loads(args.config))
+        if args.vllm_config:
+            kwargs: dict[str, Any] = {"compilation_config": config}
+            if args.scheduler:
+                kwargs["scheduler_config"] = vc.SchedulerConfig(**json.loads(args.scheduler))
+            config = vc.VllmConfig(**kwargs)
+        printer = ProgressPrinter(sys.stderr)
+        with progress.collect(printer):
+            model = compile_model(
+                config,
+                model=args.model,
+                max_num_tokens=args.max_num_tokens,
+                seed=args.seed,
+                **_options(args.option),
+            )
+            runs = [model.run(n) for n in tokens]
+        report = model.report()
+    except Exception as e:  # the CLI reports the error as raised, with its type
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"runs": runs, "report": report}, indent=2, sort_keys=True))
+    else:
+        print(format_report(report, runs))
+    return 0
