@@ -1,32 +1,37 @@
-"""JSON in and out, with orjson when it is installed (several times faster) and stdlib json otherwise.
+"""JSON in and out, with orjson (several times faster for the small values SnakeBridge sends) and
+stdlib json as the fallback.
 
-Both paths reject what SnakeBridge never sends and Elixir's Jason cannot read: bare NaN/Infinity.
+Both paths reject what Elixir's Jason never sends: bare NaN/Infinity. orjson reads integers beyond
+64 bits as floats, so text with a run of 19+ digits goes through stdlib json, which keeps them exact.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
-try:  # orjson is optional: a plain `pip install` without it still gives a working worker
+try:  # a plain environment without orjson still gives a working worker
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
+
+_LONG_DIGITS = re.compile(rb"\d{19,}")
 
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"invalid JSON: bare {name} is not JSON")
 
 
-def loads(data: bytes | str) -> Any:
-    """Parse JSON text; raises ValueError (json.JSONDecodeError or orjson's) on bad input."""
-    if _orjson is not None:
-        try:
-            return _orjson.loads(data)
-        except _orjson.JSONDecodeError:
-            # orjson refuses integers beyond 64 bits, which stdlib json (and Jason) accept.
-            pass
-    return json.loads(data, parse_constant=_reject_constant)
+# One decoder, built once: json.loads(..., parse_constant=...) would build a new one per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def loads(data: bytes) -> Any:
+    """Parse UTF-8 JSON; raises ValueError (a JSONDecodeError or UnicodeDecodeError) on bad input."""
+    if _orjson is not None and not _LONG_DIGITS.search(data):
+        return _orjson.loads(data)
+    return _DECODER.decode(data.decode("utf-8"))
 
 
 def dumps(value: Any) -> bytes:

@@ -158,13 +158,15 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         if size > self.max_request_bytes:
             raise ValueError(f"request too large: {size} bytes (limit {self.max_request_bytes})")
         payload: dict[str, Any] = {}
-        for key, value in request.parameters.items():
+        parameters = request.parameters
+        for key in parameters:
             try:
-                payload[key] = jsonio.loads(value.value)
+                payload[key] = jsonio.loads(parameters[key].value)
             except ValueError as exc:
                 raise ValueError(f"parameter {key!r} is not valid JSON: {exc}") from None
-        for key, data in request.binary_parameters.items():
-            payload[key] = bytes(data)  # raw bytes override a same-named JSON parameter (spec §4.1)
+        if request.binary_parameters:
+            for key, data in request.binary_parameters.items():
+                payload[key] = bytes(data)  # raw bytes override a same-named JSON parameter (spec §4.1)
         return payload
 
     def _tool_response(
