@@ -1,0 +1,3 @@
+import Config
+
+config :compilation_bridge, pool_size: 2

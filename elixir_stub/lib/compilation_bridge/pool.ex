@@ -1,0 +1,243 @@
+defmodule CompilationBridge.Pool do
+  @moduledoc """
+  A pool of Python workers: who is free, who waits, and which worker holds which session.
+
+  Start one with `start_link/1` (a supervisor: this manager plus the workers, see
+  `CompilationBridge.Pool.Supervisor`); the application starts the `:default` pool on boot.
+  `execute/3` is the runtime client `SnakeBridge.Runtime` calls (Snakepit's `execute/3` shape).
+
+  Rules:
+    * one request at a time per worker; callers beyond that wait in a FIFO queue for at most
+      `:queue_timeout` ms (then `{:error, :queue_timeout}`);
+    * session affinity: the first call of a session picks a free worker and the session stays on
+      it, because its refs live in that worker's memory; later calls wait for that worker;
+    * a worker that stops takes its sessions with it (their refs are gone; the next call of such a
+      session gets a fresh worker and Python's "Unknown SnakeBridge reference" for old refs); the
+      caller of its request in flight gets `{:error, {:worker_exit, reason}}`; its supervisor
+      restarts it and the new process registers itself;
+    * `snakebridge.release_session` goes to the session's worker only (a session nobody holds has
+      nothing to release) and ends the affinity.
+  """
+
+  use GenServer
+
+  alias CompilationBridge.Worker
+
+  @release_session "snakebridge.release_session"
+  # Added to a caller's wait so that the pool's own timers always fire first.
+  @call_margin 5_000
+
+  @doc "Starts a pool (manager and workers under one supervisor). Options: `CompilationBridge.Pool.Options`."
+  @spec start_link(keyword()) :: Supervisor.on_start()
+  def start_link(opts), do: CompilationBridge.Pool.Supervisor.start_link(opts)
+
+  @doc false
+  def child_spec(opts) do
+    name = Keyword.get(opts, :name, :default)
+    %{id: {__MODULE__, name}, start: {__MODULE__, :start_link, [opts]}, type: :supervisor}
+  end
+
+  @doc "The registered name of pool `name`'s manager."
+  @spec server(atom()) :: atom()
+  def server(name), do: Module.concat(__MODULE__, Atom.to_string(name))
+
+  @doc """
+  Runs `tool` with `payload` on a worker of the pool `opts[:pool_name]` (default `:default`).
+
+  Options: `:pool_name`, `:timeout` (ms for the request once on a worker, default app env
+  `:call_timeout`), `:queue_timeout`. The session is the payload's `"session_id"`.
+  Returns `{:ok, result}` or `{:error, reason}` with an internal reason (`SnakeBridge.Runtime` turns
+  it into a `%Snakepit.Error{}`).
+  """
+  @spec execute(String.t(), map(), keyword()) :: {:ok, term()} | {:error, term()}
+  def execute(tool, payload, opts \\ []) do
+    name = Keyword.get(opts, :pool_name) || :default
+
+    timeout =
+      Keyword.get(opts, :timeout) ||
+        Application.get_env(:compilation_bridge, :call_timeout, 600_000)
+
+    queue_timeout = Keyword.get(opts, :queue_timeout)
+    request = {:execute, tool, payload, Map.get(payload, "session_id"), timeout, queue_timeout}
+
+    try do
+      GenServer.call(server(name), request, wait_limit(name, timeout, queue_timeout))
+    catch
+      :exit, {:noproc, _} -> {:error, {:pool_not_found, name}}
+      :exit, {:timeout, _} -> {:error, :worker_timeout}
+      :exit, reason -> {:error, {:worker_exit, reason}}
+    end
+  end
+
+  # The caller waits a little longer than the pool's own queue and request timers, which answer first.
+  defp wait_limit(_name, :infinity, _queue), do: :infinity
+
+  defp wait_limit(_name, timeout, queue) when is_integer(queue),
+    do: timeout + queue + @call_margin
+
+  defp wait_limit(name, timeout, nil) do
+    timeout + :persistent_term.get({__MODULE__, name, :queue_timeout}, 60_000) + @call_margin
+  end
+
+  @doc "A snapshot for tests and operators: workers (index, pid, OS pid, busy), queue length, sessions."
+  @spec info(atom()) :: map()
+  def info(name \\ :default), do: GenServer.call(server(name), :info)
+
+  @doc "Called by a worker once its Python process is ready."
+  @spec register(atom(), non_neg_integer(), pid(), integer() | nil) :: :ok
+  def register(pool, index, pid, os_pid),
+    do: GenServer.cast(pool, {:register, index, pid, os_pid})
+
+  @doc "Called by a worker when the request it ran has been answered."
+  @spec checkin(atom(), non_neg_integer()) :: :ok
+  def checkin(pool, index), do: GenServer.cast(pool, {:checkin, index, self()})
+
+  # ------------------------------------------------------------------------------------ callbacks
+
+  @impl true
+  def init(%{} = options) do
+    :persistent_term.put({__MODULE__, options.name, :queue_timeout}, options.queue_timeout)
+
+    {:ok,
+     %{
+       options: options,
+       workers: %{},
+       idle: [],
+       sessions: %{},
+       queue: []
+     }}
+  end
+
+  @impl true
+  def handle_call({:execute, tool, payload, session, timeout, queue_timeout}, from, state) do
+    entry = %{
+      from: from,
+      tool: tool,
+      payload: payload,
+      session: session,
+      timeout: timeout,
+      ref: make_ref()
+    }
+
+    if tool == @release_session and not Map.has_key?(state.sessions, session) do
+      {:reply, {:ok, 0}, state}
+    else
+      timer_ms = queue_timeout || state.options.queue_timeout
+      Process.send_after(self(), {:queue_timeout, entry.ref}, timer_ms)
+      {:noreply, drain(%{state | queue: state.queue ++ [entry]})}
+    end
+  end
+
+  def handle_call(:info, _from, state) do
+    workers =
+      for {index, w} <- Enum.sort(state.workers) do
+        %{index: index, pid: w.pid, os_pid: w.os_pid, busy: w.busy != nil}
+      end
+
+    {:reply, %{workers: workers, queued: length(state.queue), sessions: state.sessions}, state}
+  end
+
+  @impl true
+  def handle_cast({:register, index, pid, os_pid}, state) do
+    ref = Process.monitor(pid)
+    worker = %{pid: pid, os_pid: os_pid, monitor: ref, busy: nil}
+    state = %{state | workers: Map.put(state.workers, index, worker), idle: state.idle ++ [index]}
+    {:noreply, drain(state)}
+  end
+
+  def handle_cast({:checkin, index, pid}, state) do
+    case state.workers do
+      %{^index => %{pid: ^pid} = worker} ->
+        workers = Map.put(state.workers, index, %{worker | busy: nil})
+        {:noreply, drain(%{state | workers: workers, idle: state.idle ++ [index]})}
+
+      _ ->
+        {:noreply, state}
+    end
+  end
+
+  @impl true
+  def handle_info({:queue_timeout, ref}, state) do
+    case Enum.split_with(state.queue, &(&1.ref == ref)) do
+      {[entry], rest} ->
+        GenServer.reply(entry.from, {:error, :queue_timeout})
+        {:noreply, %{state | queue: rest}}
+
+      {[], _} ->
+        {:noreply, state}
+    end
+  end
+
+  def handle_info({:DOWN, ref, :process, _pid, reason}, state) do
+    case Enum.find(state.workers, fn {_index, w} -> w.monitor == ref end) do
+      {index, worker} -> {:noreply, state |> drop_worker(index, worker, reason) |> drain()}
+      nil -> {:noreply, state}
+    end
+  end
+
+  def handle_info(_other, state), do: {:noreply, state}
+
+  # ------------------------------------------------------------------------------------ scheduling
+
+  defp drop_worker(state, index, worker, reason) do
+    if worker.busy, do: GenServer.reply(worker.busy, {:error, {:worker_exit, reason}})
+    sessions = Map.reject(state.sessions, fn {_session, i} -> i == index end)
+
+    %{
+      state
+      | workers: Map.delete(state.workers, index),
+        idle: List.delete(state.idle, index),
+        sessions: sessions
+    }
+  end
+
+  # Hands queued requests to free workers, oldest first; a request whose session is held by a busy
+  # worker keeps its place without blocking the requests behind it.
+  defp drain(%{idle: []} = state), do: state
+
+  defp drain(state) do
+    {queue, state} =
+      Enum.reduce(state.queue, {[], state}, fn entry, {kept, state} ->
+        case pick(state, entry) do
+          nil -> {[entry | kept], state}
+          index -> {kept, start(state, entry, index)}
+        end
+      end)
+
+    %{state | queue: Enum.reverse(queue)}
+  end
+
+  defp pick(%{idle: []}, _entry), do: nil
+
+  defp pick(state, entry) do
+    case Map.fetch(state.sessions, entry.session) do
+      {:ok, index} -> if index in state.idle, do: index
+      :error -> if entry.tool == @release_session, do: :nothing_to_release, else: hd(state.idle)
+    end
+  end
+
+  # The session's worker was replaced while this release waited: nothing is left to release.
+  defp start(state, %{tool: @release_session} = entry, :nothing_to_release) do
+    GenServer.reply(entry.from, {:ok, 0})
+    state
+  end
+
+  defp start(state, entry, index) do
+    worker = Map.fetch!(state.workers, index)
+    Worker.dispatch(worker.pid, entry.from, entry.tool, entry.payload, entry.timeout)
+
+    %{
+      state
+      | workers: Map.put(state.workers, index, %{worker | busy: entry.from}),
+        idle: List.delete(state.idle, index),
+        sessions: track_session(state.sessions, entry, index)
+    }
+  end
+
+  defp track_session(sessions, %{session: nil}, _index), do: sessions
+
+  defp track_session(sessions, %{tool: @release_session, session: s}, _index),
+    do: Map.delete(sessions, s)
+
+  defp track_session(sessions, %{session: session}, index), do: Map.put(sessions, session, index)
+end
