@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The main job: install the worker, start it exactly as Snakepit does (argv, environment, ready file,
+# Ping "connection_test", InitializeSession), make SnakeBridge's calls of a small session, print what
+# came back, and stop the worker with SIGTERM as Snakepit would.
+#
+# Usage: bash scripts/run.sh          (Python 3.11; creates .venv on first use)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/pip install -q torch==2.13.0            # the CPU wheel; an unpinned torch may pull a CUDA build
+.venv/bin/pip install -q -e .
+exec .venv/bin/python - <<'PY'
+import json
+
+from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
+
+worker = WorkerProcess.spawn()  # python/grpc_server.py --adapter ... --port 0 --elixir-address ...
+print(f"worker pid {worker.process.pid} ready on localhost:{worker.port} after {worker.ready_after_s * 1000:.0f} ms")
+session = SnakeBridgeSession(worker.stub, worker.session_id)
+
+
+def show(what, value):
+    print(f"  {what:<58} -> {json.dumps(value)}")
+
+
+try:
+    # Vllm.Config.CompilationConfig.new(nil, 3, nil, compile_ranges_split_points: [256])
+    cc = session.call_class("vllm.config", "CompilationConfig", [None, 3, None], compile_ranges_split_points=[256])
+    show("CompilationConfig.new(nil, 3, nil, compile_ranges_split_points: [256])", cc)
+    show("mode(cc)", session.get_attr(cc, "mode"))
+    show("backend(cc)", session.get_attr(cc, "backend"))
+    show("splitting_ops(cc)", session.get_attr(cc, "splitting_ops"))
+    show("compute_hash(cc)", session.call_method(cc, "compute_hash"))
+    show("is_attention_compiled_piecewise(cc)", session.call_method(cc, "is_attention_compiled_piecewise"))
+    ranges = session.call_method(cc, "get_compile_ranges")
+    show("get_compile_ranges(cc) |> Enum.map(&inspect/1)", [session.call_method(r, "__repr__") for r in ranges])
+    try:
+        session.call_class("vllm.config", "CompilationConfig", [None, None, None], mode=3)
+    except CallError as exc:
+        show("CompilationConfig.new(nil, nil, nil, mode: 3)", {"error": exc.error["type"]})
+    show("SnakeBridge.release_ref(cc)", session.release_ref(cc))
+    show("release_session", session.release_session())
+finally:
+    code, seconds = worker.terminate()
+    print(f"worker stopped with SIGTERM: exit status {code} after {seconds * 1000:.0f} ms")
+PY
