@@ -204,7 +204,7 @@ def test_inspect_and_enumerable_protocol(session: SnakeBridgeSession) -> None:
     assert session.call_method(dump, "__str__") == "/tmp/dump"
     with pytest.raises(CallError) as info:
         session.get_attr(dump, "parent")
-    assert info.value.error["type"] == "ExposureError"
+    assert info.value.error["type"] == "PermissionError"
 
 
 def test_refused_and_missing_names(session: SnakeBridgeSession) -> None:
@@ -218,7 +218,7 @@ def test_refused_and_missing_names(session: SnakeBridgeSession) -> None:
     for name in ("__class__", "__dict__", "__globals__"):
         with pytest.raises(CallError) as info:
             session.call_method(cc, name)
-        assert info.value.error["type"] in ("ExposureError", "AttributeError"), name
+        assert info.value.error["type"] in ("PermissionError", "AttributeError"), name
     with pytest.raises(CallError) as info:
         session.call("builtins", "eval", ["1+1"])
     assert info.value.error["type"] == "ImportError"

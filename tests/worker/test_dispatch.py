@@ -108,10 +108,10 @@ def test_set_attr_writes_one_instance(dispatcher: Dispatcher) -> None:
 def test_set_attr_refuses_classes_methods_and_huge_sizes(dispatcher: Dispatcher) -> None:
     cls = call(dispatcher, call_type="module_attr", attr="CompilationConfig", function="CompilationConfig")
     err = error(dispatcher, call_type="set_attr", attr="backend", args=["x"], instance=instance(cls))
-    assert err["type"] == "ExposureError" and "cannot be set" in err["message"]
+    assert err["type"] == "PermissionError" and "cannot be set" in err["message"]
     ref = instance(construct(dispatcher))
     err = error(dispatcher, call_type="set_attr", attr="compute_hash", args=[1], instance=ref)
-    assert err["type"] == "ExposureError"
+    assert err["type"] == "PermissionError"
     err = error(
         dispatcher, call_type="set_attr", attr="max_cudagraph_capture_size", args=[2**30], instance=ref
     )
@@ -127,10 +127,10 @@ def test_exposure_rules(dispatcher: Dispatcher) -> None:
     assert missing["message"] == "'CompilationConfig' object has no attribute 'no_such'"
     for hidden in ("__class__", "__dict__", "__init__", "_resolve_inductor_passes"):
         err = error(dispatcher, call_type="get_attr", attr=hidden, function=hidden, instance=ref)
-        assert err["type"] == "ExposureError", hidden
+        assert err["type"] == "PermissionError", hidden
         assert "not exposed" in err["message"]
     err = error(dispatcher, call_type="method", function="__reduce_ex__", args=[2], instance=ref)
-    assert err["type"] == "ExposureError"
+    assert err["type"] == "PermissionError"
     attention = call(
         dispatcher, call_type="get_attr", attr="_attention_ops", function="_attention_ops", instance=ref
     )
@@ -146,7 +146,7 @@ def test_unknown_modules_import_nothing(dispatcher: Dispatcher) -> None:
         assert err["type"] == "ImportError"
     assert not {m for m in set(sys.modules) - before if m.split(".")[0] in ("subprocess", "vllm")}
     err = error(dispatcher, call_type="module_attr", attr="CacheConfig", function="CacheConfig")
-    assert err["type"] == "ExposureError"
+    assert err["type"] == "PermissionError"
     err = error(dispatcher, call_type="module_attr", attr="Nope", function="Nope")
     assert err == {**err, "type": "AttributeError", "message": "module 'vllm.config' has no attribute 'Nope'"}
 

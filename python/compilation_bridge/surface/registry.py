@@ -4,7 +4,7 @@ Rules (DESIGN.md, security model):
 - modules: only registered names resolve; an unknown module is refused before anything is imported;
 - attributes of an exposed type: its public fields, properties and methods, the underscore names listed
   for it, and the fixed protocol dunders; a name that does not exist fails with Python's own
-  AttributeError text; one that exists but is not exposed gets an `ExposureError`;
+  AttributeError text; one that exists but is not exposed gets a PermissionError;
 - any other object held by ref answers only the protocol dunders;
 - `set_attr` writes a dataclass field of one config instance, never a class, an enum or a module.
 """
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compilation_bridge.protocol.errors import ExposureError
+from compilation_bridge.protocol.errors import exposure_error
 
 # The protocol set SnakeBridge itself sends (inspect/to_string, Enumerable on refs). They are called the
 # way Python's builtins call them, so they also work on class objects.
@@ -139,7 +139,7 @@ class Surface:
         if attr in attrs:
             return attrs[attr]
         if attr in module.known_elsewhere or attr.startswith("_"):
-            raise ExposureError(f"{module.name}.{attr} is not exposed by compilation-bridge")
+            raise exposure_error(f"{module.name}.{attr} is not exposed by compilation-bridge")
         raise AttributeError(f"module {module.name!r} has no attribute {attr!r}")
 
     # ------------------------------------------------------------------------------------ objects
@@ -175,7 +175,7 @@ class Surface:
         exposed = self.exposure(obj)
         if exposed is None or isinstance(obj, type) or not exposed.settable:
             what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
-            raise ExposureError(f"attributes of {what} cannot be set through compilation-bridge")
+            raise exposure_error(f"attributes of {what} cannot be set through compilation-bridge")
         if name not in exposed.field_names():
             self._refuse(obj, name)
         self._value_check(name, value)
@@ -188,7 +188,7 @@ class Surface:
                 raise AttributeError(f"type object {obj.__name__!r} has no attribute {name!r}")
             raise AttributeError(f"{type(obj).__name__!r} object has no attribute {name!r}")
         what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
-        raise ExposureError(f"{what}.{name} is not exposed by compilation-bridge")
+        raise exposure_error(f"{what}.{name} is not exposed by compilation-bridge")
 
 
 def _exists(obj: Any, name: str) -> bool:

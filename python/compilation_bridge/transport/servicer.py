@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ log = logging.getLogger("compilation_bridge.transport")
 TYPE_URL = "type.googleapis.com/snakepit."
 CORRELATION_HEADER = "x-snakepit-correlation-id"
 MAX_TELEMETRY_STREAMS = 2  # Elixir opens one per worker; each open stream holds a server thread
+MAX_SESSIONS = 10_000  # InitializeSession ids remembered (callers choose them: keep the memory bounded)
 
 
 def _result_kind(value: Any) -> str:
@@ -54,7 +56,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self._max_calls = max_concurrent_calls
         self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
         self._sessions_lock = threading.Lock()
-        self.sessions: dict[str, float] = {}
+        self.sessions: OrderedDict[str, float] = OrderedDict()
         self.last_session_id = ""
 
     # -------------------------------------------------------------------- health and sessions
@@ -74,6 +76,8 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     ) -> pb.InitializeSessionResponse:
         with self._sessions_lock:
             self.sessions.setdefault(request.session_id, time.time())
+            while len(self.sessions) > MAX_SESSIONS:
+                self.sessions.popitem(last=False)
             self.last_session_id = request.session_id
         return pb.InitializeSessionResponse(success=True)
 
