@@ -9,6 +9,7 @@ trace never specialises to a small size).
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from pathlib import Path
@@ -207,6 +208,15 @@ class CompiledModel:
             "counters": self.counter.as_dict(),
             **self.cudagraphs.report(),
         }
+
+
+def preload() -> None:
+    """Import Dynamo and Inductor now (seconds): a worker pays it at start, not at its first compile."""
+    for name in ("torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.standalone_compile"):
+        importlib.import_module(name)
+    from torch._inductor.codecache import torch_key
+
+    torch_key()  # hashes torch's own sources once per process; the compiler hash needs it
 
 
 def compile_model(
