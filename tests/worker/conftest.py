@@ -56,7 +56,9 @@ def dispatcher() -> Dispatcher:
 def worker() -> Iterator[WorkerProcess]:
     process = WorkerProcess.spawn()
     yield process
-    process.terminate()
+    code, _seconds = process.terminate()
+    assert code == 0
+    assert not process.heartbeats.failures, process.heartbeats.failures
 
 
 @pytest.fixture

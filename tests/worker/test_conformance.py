@@ -316,6 +316,30 @@ def _listening_addresses(port: int) -> set[str]:
     return addresses
 
 
+def test_concurrent_sessions_stay_isolated(worker: WorkerProcess) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def client(n: int) -> list[str]:
+        session = SnakeBridgeSession(worker.stub, worker.session_id, session_id=f"concurrent-{n}")
+        hashes = []
+        for size in range(1, 6):
+            cc = session.call_class(
+                "vllm.config", "CompilationConfig", [None, 3, None], compile_sizes=[size * n]
+            )
+            assert session.get_attr(cc, "compile_sizes") == [size * n]
+            hashes.append(session.call_method(cc, "compute_hash"))
+        assert session.release_session() == 5
+        return hashes
+
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(client, range(1, 7)))
+    expected = [
+        [CompilationConfig(None, 3, None, compile_sizes=[s * n]).compute_hash() for s in range(1, 6)]
+        for n in range(1, 7)
+    ]
+    assert results == expected
+
+
 def test_health_and_reflection_services(worker: WorkerProcess) -> None:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
