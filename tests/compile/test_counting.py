@@ -86,3 +86,22 @@ def test_token_count_outside_every_range_fails_with_vllms_assertion(cache_dir: s
     with pytest.raises(AssertionError, match=expected):
         model.run(33)
     assert model.run(32)["max_abs_diff_vs_eager"] == 0.0  # and the model keeps working
+
+
+def test_inductor_graph_partition_leaves_one_piece(cache_dir: str) -> None:
+    # test_simple_inductor_graph_partition: no FX split; Inductor would partition at the splitting ops
+    config = CompilationConfig(
+        mode=3,
+        backend="eager",
+        cache_dir=cache_dir,
+        splitting_ops=["silly::attention"],
+        use_inductor_graph_partition=True,
+    )
+    with compilation_counter.expect(
+        num_graphs_seen=1,
+        num_piecewise_graphs_seen=1,
+        num_piecewise_capturable_graphs_seen=1,
+        num_backend_compilations=1,
+    ):
+        model = compile_model(config, model="simple-piecewise", max_num_tokens=2)
+        assert model.forward(torch.zeros(2, 1)).flatten().tolist() == [19.0, 19.0]
