@@ -277,6 +277,14 @@ def test_bad_input_is_an_error_payload(
     assert err["context"]["tool_name"] == tool
 
 
+def test_wrong_arity_is_pythons_type_error(dispatcher: Dispatcher) -> None:
+    ref = instance(construct(dispatcher))
+    err = error(dispatcher, call_type="method", function="compute_hash", args=[1, 2], instance=ref)
+    assert err["type"] == "TypeError" and "positional argument" in err["message"]
+    err = error(dispatcher, call_type="method", function="is_custom_op_enabled", instance=ref)
+    assert err["type"] == "TypeError" and "missing 1 required positional argument" in err["message"]
+
+
 def test_non_dict_payload(dispatcher: Dispatcher) -> None:
     reply = dispatcher.execute("snakebridge.call", [1, 2], "w")
     assert not reply.success and reply.error["type"] == "TypeError"

@@ -44,6 +44,8 @@ def _legacy_allowed() -> bool:
 def check_protocol(payload: dict[str, Any]) -> None:
     version = payload.get("protocol_version")
     minimum = payload.get("min_supported_version")
+    if type(version) is int and type(minimum) is int and version >= 1 and minimum <= PROTOCOL_VERSION:
+        return  # the common case, checked first because every call pays for it
     if version is None and minimum is None and _legacy_allowed():
         return
     version = 0 if version is None else version

@@ -29,7 +29,8 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 
 def loads(data: bytes) -> Any:
     """Parse UTF-8 JSON; raises ValueError (a JSONDecodeError or UnicodeDecodeError) on bad input."""
-    if _orjson is not None and not _LONG_DIGITS.search(data):
+    # Values shorter than 19 bytes cannot hold a 19-digit run: skip the search for most parameters.
+    if _orjson is not None and (len(data) < 19 or not _LONG_DIGITS.search(data)):
         return _orjson.loads(data)
     return _DECODER.decode(data.decode("utf-8"))
 

@@ -47,7 +47,8 @@ def with_progress(work: Callable[[], Any], hook: ProgressHook) -> Iterator[tuple
         else:
             publish("result", value)
 
-    threading.Thread(target=run, name="snakebridge-stream", daemon=True).start()
+    worker = threading.Thread(target=run, name="snakebridge-stream", daemon=True)
+    worker.start()
     try:
         while True:
             kind, value = events.get()
@@ -57,4 +58,7 @@ def with_progress(work: Callable[[], Any], hook: ProgressHook) -> Iterator[tuple
             if kind == "result":
                 return
     finally:
-        cancelled.set()  # the caller went away: stop queueing; the work itself runs to completion
+        # If the caller went away, stop queueing events. The work itself cannot be interrupted: wait for
+        # it, so that the call keeps its slot (the worker's bound on concurrent calls) until it is over.
+        cancelled.set()
+        worker.join()

@@ -52,7 +52,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
         self.max_response_bytes = max_response_bytes
-        self._calls = threading.BoundedSemaphore(max_concurrent_calls)
+        self._calls = _Slots(max_concurrent_calls)
         self._max_calls = max_concurrent_calls
         self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
         self._sessions_lock = threading.Lock()
@@ -229,6 +229,26 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def _abort(context: grpc.ServicerContext, reply: Reply) -> None:
         # Streams report failures as INTERNAL with the JSON error payload as details (spec §5).
         context.abort(grpc.StatusCode.INTERNAL, jsonio.dumps(reply.error).decode())
+
+
+class _Slots:
+    """A non-blocking counting limit (cheaper per call than a BoundedSemaphore's condition variable)."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._used = 0
+        self._lock = threading.Lock()
+
+    def acquire(self, blocking: bool = False) -> bool:
+        with self._lock:
+            if self._used >= self._limit:
+                return False
+            self._used += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._used -= 1
 
 
 def _correlation(request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> str:
