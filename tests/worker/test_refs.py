@@ -74,10 +74,22 @@ def test_total_bound_refuses_instead_of_evicting() -> None:
         table.put("C", 3)
 
 
+def test_memory_bound_refuses_new_refs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(refs_module, "resident_bytes", lambda: 10 << 30)
+    table = RefTable(RefLimits(max_rss_bytes=1 << 30))
+    with pytest.raises(MemoryError, match="COMPILATION_BRIDGE_MAX_RSS_MB"):
+        for n in range(refs_module.MEMORY_CHECK_EVERY + 1):
+            table.put("S", n)
+    monkeypatch.setattr(refs_module, "resident_bytes", lambda: 1 << 20)
+    table.put("S", "fine again")
+
+
 def test_limits_from_env() -> None:
     limits = RefLimits.from_env({"SNAKEBRIDGE_REF_TTL_SECONDS": "2.5", "SNAKEBRIDGE_REF_MAX": "7"})
     assert limits.ttl_seconds == 2.5 and limits.max_per_session == 7
     assert RefLimits.from_env({"SNAKEBRIDGE_REF_MAX": "lots"}).max_per_session == refs_module.DEFAULT_REF_MAX
+    assert RefLimits.from_env({"COMPILATION_BRIDGE_MAX_RSS_MB": "512"}).max_rss_bytes == 512 << 20
+    assert 0 < refs_module.resident_bytes() < RefLimits.from_env({}).max_rss_bytes
 
 
 @pytest.mark.parametrize(

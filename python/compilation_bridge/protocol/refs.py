@@ -27,7 +27,8 @@ INVALID_REF = "Invalid SnakeBridge reference payload"
 MISSING_ID = "SnakeBridge reference missing id"
 
 DEFAULT_REF_MAX = 10_000
-DEFAULT_MAX_TOTAL_REFS = 200_000
+MEMORY_CHECK_EVERY = 64  # refs created between two reads of the process's resident memory
+DEFAULT_MAX_TOTAL_REFS = 50_000  # a config object is a few KiB: bounds the table to a few hundred MiB
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,9 @@ class RefLimits:
     ttl_seconds: float = 0.0
     max_per_session: int = DEFAULT_REF_MAX
     max_total: int = DEFAULT_MAX_TOTAL_REFS
+    # Refs can hold big objects (a list field of a million ints): above this resident size new refs
+    # are refused with MemoryError. 0 disables the check.
+    max_rss_bytes: int = 0
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> RefLimits:
@@ -43,7 +47,26 @@ class RefLimits:
             ttl_seconds=max(0.0, _number(env.get("SNAKEBRIDGE_REF_TTL_SECONDS"), float, 0.0)),
             max_per_session=_number(env.get("SNAKEBRIDGE_REF_MAX"), int, DEFAULT_REF_MAX),
             max_total=_number(env.get("COMPILATION_BRIDGE_MAX_TOTAL_REFS"), int, DEFAULT_MAX_TOTAL_REFS),
+            max_rss_bytes=_number(env.get("COMPILATION_BRIDGE_MAX_RSS_MB"), int, default_max_rss_mb()) << 20,
         )
+
+
+def default_max_rss_mb() -> int:
+    """8 GiB, or three quarters of the machine's memory if that is less."""
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 8192
+    return min(8192, physical * 3 // 4 >> 20)
+
+
+def resident_bytes() -> int:
+    """Current resident set size (Linux /proc; 0 where unavailable, which disables the check)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _number(raw: str | None, kind: Callable[[str], Any], default: Any) -> Any:
@@ -74,12 +97,14 @@ class RefTable:
         self._sessions: dict[str, OrderedDict[str, _Entry]] = {}
         # Every live ref in last-access order across sessions, so TTL pruning stops at the first live one.
         self._by_access: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._puts = 0
 
     def put(self, session_id: str, obj: Any) -> str:
         ref_id = uuid.uuid4().hex
         with self._lock:
             now = self._clock()
             self._prune(now)
+            self._check_memory()
             if self.limits.max_total > 0 and len(self._by_access) >= self.limits.max_total:
                 raise RuntimeError(
                     f"SnakeBridge reference table is full ({len(self._by_access)} refs); "
@@ -93,6 +118,18 @@ class RefTable:
                 old_id, _ = refs.popitem(last=False)
                 del self._by_access[(session_id, old_id)]
         return ref_id
+
+    def _check_memory(self) -> None:
+        self._puts += 1
+        if self.limits.max_rss_bytes <= 0 or self._puts % MEMORY_CHECK_EVERY:
+            return
+        resident = resident_bytes()
+        if resident > self.limits.max_rss_bytes:
+            self._puts -= 1  # check again on the next creation
+            raise MemoryError(
+                f"worker memory {resident >> 20} MiB is above COMPILATION_BRIDGE_MAX_RSS_MB "
+                f"({self.limits.max_rss_bytes >> 20} MiB); release refs or sessions before creating more"
+            )
 
     def get(self, session_id: str, ref_id: str) -> Any:
         with self._lock:
