@@ -94,3 +94,21 @@ def test_a_failing_inductor_compile_leaves_no_cache_entry(cache_dir: str) -> Non
     assert (
         compile_model(good, model="single-attention", max_num_tokens=8).run(4)["max_abs_diff_vs_eager"] == 0
     )
+
+
+def test_bounded_work(cache_dir: str) -> None:
+    config = CompilationConfig(mode=3, backend="eager", cache_dir=cache_dir)
+    model = compile_model(config, model="single-attention", max_num_tokens=1 << 20)
+    with pytest.raises(ValueError, match="num_tokens must be at most 65536"):
+        model.run(1 << 17)
+    with pytest.raises(ValueError, match="max_num_tokens must be between 1 and 16777216"):
+        compile_model(config, model="single-attention", max_num_tokens=1 << 25)
+    with pytest.raises(ValueError, match="num_layers must be between 1 and 64"):
+        compile_model(config, model="toy-llama", num_layers=10_000)
+
+
+def test_max_num_tokens_of_one(cache_dir: str) -> None:
+    config = CompilationConfig(mode=3, backend="eager", cache_dir=cache_dir)
+    model = compile_model(config, model="toy-llama", max_num_tokens=1, num_layers=1, hidden_size=16)
+    assert model.report()["compile_ranges"] == [[1, 1]]
+    assert model.run(1)["max_abs_diff_vs_eager"] == 0.0

@@ -35,13 +35,25 @@ class ToyLlamaOptions:
             value = getattr(self, f.name)
             if f.type in ("int", int) and (not isinstance(value, int) or isinstance(value, bool)):
                 raise TypeError(f"toy-llama option {f.name} must be an int, got {value!r}")
-        limits = {"vocab_size": 1 << 16, "hidden_size": 4096, "num_layers": 64, "intermediate_size": 16384}
+        limits = {
+            "vocab_size": 1 << 16,
+            "hidden_size": 4096,
+            "num_layers": 64,
+            "num_heads": 256,
+            "num_kv_heads": 256,
+            "intermediate_size": 16384,
+        }
         for name, cap in limits.items():
             if not 1 <= getattr(self, name) <= cap:
                 raise ValueError(f"toy-llama option {name} must be between 1 and {cap}")
-        if self.hidden_size % self.num_heads or self.num_heads % self.num_kv_heads:
+        if (
+            self.hidden_size % self.num_heads
+            or self.num_heads % self.num_kv_heads
+            or (self.hidden_size // self.num_heads) % 2
+        ):
             raise ValueError(
-                "toy-llama needs hidden_size divisible by num_heads and num_heads by num_kv_heads, got "
+                "toy-llama needs hidden_size divisible by num_heads into an even head size, and num_heads "
+                "divisible by num_kv_heads, got "
                 f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}"
             )

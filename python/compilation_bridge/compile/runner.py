@@ -1,16 +1,17 @@
 """`compile_model(config, ...)`: a reference model compiled the way a config says, run and reported.
 
 `compile_model` builds the model (custom-op paths chosen by the config), and for VLLM_COMPILE traces it
-once with `max_num_tokens` tokens and splits the graph, compiling no range or size; each range or exact
-size compiles at the first `run` that needs it. STOCK_TORCH_COMPILE and DYNAMO_TRACE_ONCE compile at the
-first `run` (DYNAMO_TRACE_ONCE traces with `max_num_tokens` tokens first, as vLLM's runner does, so the
-trace never specialises to a small size).
+once with `max_num_tokens` tokens (at most 2048) and splits the graph, compiling no range or size; each
+range or exact size compiles at the first `run` that needs it. STOCK_TORCH_COMPILE and
+DYNAMO_TRACE_ONCE compile at the first `run` (DYNAMO_TRACE_ONCE traces with that many tokens first, as
+vLLM's runner does with its dummy run, so the trace never specialises to a small size).
 """
 
 from __future__ import annotations
 
 import importlib
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,16 @@ from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache
 from compilation_bridge.compile.counters import CompilationCounter
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
 from compilation_bridge.compile.piecewise import tracing_only
-from compilation_bridge.compile.plan import MAX_TOKENS_CAP, CompilePlan, make_plan
+from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.wrapper import CompiledForward
 from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
 from compilation_bridge.vllm_config.platforms import current_platform
+
+# Work per call grows with the token count (attention quadratically), so a caller cannot make one call
+# run for hours: runs are capped, and the trace uses at most TRACE_TOKENS_CAP tokens. The trace size does
+# not change the compiled code: dimension 0 is symbolic whatever its traced value (>= 2).
+RUN_TOKENS_CAP = 1 << 16
+TRACE_TOKENS_CAP = 2048
 
 
 def _device() -> torch.device:
@@ -77,6 +84,8 @@ class CompiledModel:
         )
         self.first_run_seconds: float | None = None
         self.runs = 0
+        # one run at a time: a lazy compile must not race with another call on the same model
+        self._lock = threading.Lock()
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -94,8 +103,8 @@ class CompiledModel:
             )
         elif not 1 <= num_tokens <= self.plan.max_num_tokens:
             raise ValueError(f"num_tokens must be between 1 and max_num_tokens={self.plan.max_num_tokens}")
-        if num_tokens > MAX_TOKENS_CAP:
-            raise ValueError(f"num_tokens must be at most {MAX_TOKENS_CAP}")
+        if num_tokens > RUN_TOKENS_CAP:
+            raise ValueError(f"num_tokens must be at most {RUN_TOKENS_CAP} on this worker, got {num_tokens}")
 
     def trace(self) -> None:
         """Trace once with `max_num_tokens` tokens, compiling nothing (VLLM_COMPILE) or the whole graph."""
@@ -104,8 +113,9 @@ class CompiledModel:
             CompilationMode.STOCK_TORCH_COMPILE,
         ):
             return
-        inputs = self._inputs(self.plan.max_num_tokens)
-        with progress.step("trace", mode=self.plan.mode.name, num_tokens=self.plan.max_num_tokens):
+        size = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP))
+        inputs = self._inputs(size)
+        with progress.step("trace", mode=self.plan.mode.name, num_tokens=size):
             if self.backend is not None:
                 self.backend.trace_start_time = time.time()
                 with tracing_only(), torch.no_grad():
@@ -115,6 +125,10 @@ class CompiledModel:
                     self.forward(*inputs)
 
     def run(self, num_tokens: int) -> dict[str, Any]:
+        with self._lock:
+            return self._run(num_tokens)
+
+    def _run(self, num_tokens: int) -> dict[str, Any]:
         self._check_tokens(num_tokens)
         before = self.counter.clone()
         first = self.runs == 0
