@@ -17,6 +17,11 @@ class DeviceConfig:
     device: str | None = "auto"
     device_type: str = field(init=False)
 
+    def __repr__(self) -> str:
+        # vLLM holds a torch.device here; print it the way torch does.
+        device = f"device(type={self.device!r})" if self.device is not None else "None"
+        return f"DeviceConfig(device={device}, device_type={self.device_type!r})"
+
     def compute_hash(self) -> str:
         factors: list[Any] = []
         return safe_hash(str(factors).encode()).hexdigest()

@@ -9,9 +9,9 @@ import json
 import os
 from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
 from compilation_bridge.settings import get_settings
@@ -67,23 +67,68 @@ def load_hf_config(model: str) -> dict[str, Any]:
 @vllm_name("vllm.config.model.ModelConfig")
 @dataclass(config=ConfigDict(arbitrary_types_allowed=True))
 class ModelConfig:
-    model: str = "tiny-llama"
-    runner: str = "auto"
-    tokenizer: str | None = None
-    skip_tokenizer_init: bool = False
+    """vLLM's ModelConfig field list (same names, order and defaults); only `config.json` is read.
+
+    `dtype` stays a name ("bfloat16") where vLLM holds a torch.dtype, so config work never imports torch.
+    """
+
+    model: str = "Qwen/Qwen3-0.6B"
+    model_weights: str = ""
+    runner: Literal["auto", "generate", "pooling", "draft"] = "auto"
+    convert: str = "auto"
+    tokenizer: str = Field(default=None)
+    tokenizer_mode: str = "auto"
+    trust_remote_code: bool = False
     dtype: str = "auto"
     seed: int = 0
-    max_model_len: int | None = None
+    hf_config: dict[str, Any] = field(init=False)
+    hf_text_config: dict[str, Any] = field(init=False)
+    hf_config_path: str | None = None
+    allowed_local_media_path: str = ""
+    allowed_media_domains: list[str] | None = None
+    revision: str | None = None
+    code_revision: str | None = None
+    tokenizer_revision: str | None = None
+    max_model_len: int = Field(default=None)
+    spec_target_max_model_len: int | None = None
+    quantization: str | None = None
+    allow_deprecated_quantization: bool = False
     enforce_eager: bool = False
+    enable_return_routed_experts: bool = False
+    max_logprobs: int = 20
+    logprobs_mode: str = "raw_logprobs"
+    disable_sliding_window: bool = False
     disable_cascade_attn: bool = False
-    hf_config: dict[str, Any] = field(default=None, init=False)
+    skip_tokenizer_init: bool = False
+    enable_prompt_embeds: bool = False
+    served_model_name: str | list[str] | None = None
+    config_format: str = "auto"
+    hf_token: bool | str | None = None
+    hf_overrides: dict[str, Any] = field(default_factory=dict)
+    logits_processor_pattern: str | None = None
+    generation_config: str = "auto"
+    override_generation_config: dict[str, Any] = field(default_factory=dict)
+    enable_sleep_mode: bool = False
+    model_impl: str = "auto"
+    override_attention_dtype: str | None = None
+    logits_processors: list[str] | None = None
+    io_processor_plugin: str | None = None
+    pooler_config: dict[str, Any] | None = None
+    multimodal_config: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.hf_config = load_hf_config(self.model)
+        self.hf_text_config = self.hf_config
+        if self.tokenizer is None:
+            self.tokenizer = self.model
+        if self.served_model_name is None:
+            self.served_model_name = self.model
         if self.max_model_len is None:
             self.max_model_len = int(self.hf_config.get("max_position_embeddings", 2048))
         if self.dtype == "auto":
             self.dtype = str(self.hf_config.get("torch_dtype") or self.hf_config.get("dtype") or "float32")
+        if self.runner == "pooling" and self.pooler_config is None:
+            self.pooler_config = {}
 
     @property
     def architectures(self) -> list[str]:
@@ -96,10 +141,6 @@ class ModelConfig:
     @property
     def is_encoder_decoder(self) -> bool:
         return bool(self.hf_config.get("is_encoder_decoder", False))
-
-    @property
-    def pooler_config(self) -> dict[str, Any] | None:
-        return {} if self.runner == "pooling" else None
 
     @property
     def is_moe(self) -> bool:

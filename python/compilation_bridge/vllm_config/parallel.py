@@ -108,6 +108,9 @@ class ParallelConfig:
     dbo_prefill_token_threshold: int = 512
     disable_nccl_for_dp_synchronization: bool = Field(default=None)
     ray_workers_use_nsight: bool = False
+    # Ray objects cannot arrive over the wire; the fields exist so the field set (and repr) is vLLM's.
+    ray_runtime_env: None = None
+    placement_group: None = None
     distributed_executor_backend: str | DistributedExecutorBackend | None = None
     worker_cls: str = "auto"
     sd_worker_cls: str = "auto"
@@ -118,10 +121,13 @@ class ParallelConfig:
     nnodes: int = 1
     world_size: int = Field(init=False)
     rank: int = 0
+    _data_parallel_master_port_list: list[int] = Field(default_factory=list)
     decode_context_parallel_size: int = 1
     dcp_kv_cache_interleave_size: int = 1
     cp_kv_cache_interleave_size: int = 1
     data_parallel_index: int = Field(init=False)
+    _api_process_count: int = Field(default=1, gt=0)
+    _api_process_rank: int = Field(default=0, ge=-1)
 
     @field_validator("disable_nccl_for_dp_synchronization", mode="wrap")
     @classmethod
@@ -130,6 +136,12 @@ class ParallelConfig:
 
     @model_validator(mode="after")
     def _validate_parallel_config(self) -> Self:
+        if self._api_process_rank >= self._api_process_count:
+            raise ValueError(
+                "Invalid value of `_api_process_rank`. "
+                f"Expected to be `-1` or `[0, {self._api_process_count})`,"
+                f" but found: {self._api_process_rank}"
+            )
         if self.data_parallel_size_local > self.data_parallel_size:
             raise ValueError(
                 f"data_parallel_size_local ({self.data_parallel_size_local}) "
