@@ -177,7 +177,9 @@ class Surface:
             what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
             raise exposure_error(f"attributes of {what} cannot be set through compilation-bridge")
         if name not in exposed.field_names():
-            self._refuse(obj, name)
+            if _exists(obj, name):
+                raise exposure_error(f"{type(obj).__name__}.{name} is not a field that can be set")
+            self._refuse(obj, name)  # Python's own "has no attribute" text
         self._value_check(name, value)
         setattr(obj, name, value)
 
