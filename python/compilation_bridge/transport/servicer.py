@@ -177,15 +177,20 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self, reply: Reply, request: pb.ExecuteToolRequest, started: float
     ) -> pb.ExecuteToolResponse:
         if reply.success:
-            data = jsonio.dumps(reply.result)
-            if len(data) <= self.max_response_bytes:
+            try:
+                data = jsonio.dumps(reply.result)
+            except (TypeError, ValueError) as exc:  # the codec only emits JSON types; never fail the RPC
+                data = b""
+                reply = self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id)
+            if reply.success and len(data) <= self.max_response_bytes:
                 response = pb.ExecuteToolResponse(success=True)
                 response.result.type_url = TYPE_URL + _result_kind(reply.result)
                 response.result.value = data
                 response.execution_time_ms = int((time.perf_counter() - started) * 1000)
                 return response
-            too_big = ValueError(f"result too large: {len(data)} bytes (limit {self.max_response_bytes})")
-            reply = self.dispatcher.error_reply(too_big, request.tool_name, None, request.session_id)
+            if reply.success:
+                too_big = ValueError(f"result too large: {len(data)} bytes (limit {self.max_response_bytes})")
+                reply = self.dispatcher.error_reply(too_big, request.tool_name, None, request.session_id)
         return pb.ExecuteToolResponse(
             success=False,
             error_message=jsonio.dumps(reply.error).decode(),
