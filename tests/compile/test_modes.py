@@ -77,3 +77,27 @@ def test_compiled_equals_eager_with_inductor(mode: int, cache_dir: str) -> None:
 def test_default_toy_llama_compiled_equals_eager(cache_dir: str) -> None:
     model = compile_model(CompilationConfig(mode=3, backend="eager", cache_dir=cache_dir), max_num_tokens=64)
     assert model.run(64)["max_abs_diff_vs_eager"] < 1e-3
+
+
+def test_evaluate_guards_turns_a_failed_shape_guard_into_an_error() -> None:
+    config = CompilationConfig(mode=2, backend="eager", dynamic_shapes_config={"evaluate_guards": True})
+    forward = CompiledForward(
+        BranchOnSize(),
+        CompilationMode.DYNAMO_TRACE_ONCE,
+        "eager",
+        dynamic_shapes_config=config.dynamic_shapes_config,
+    )
+    assert forward(torch.ones(4)).tolist() == [2, 2, 2, 2]
+    assert forward(torch.ones(6)).tolist() == [2] * 6  # within the kept guard (size >= 4)
+    with pytest.raises(Exception, match=r"fail_on_recompile|Detected recompile"):
+        forward(torch.ones(3))
+
+
+@pytest.mark.parametrize("kind", ["unbacked", "backed_size_oblivious"])
+def test_other_dynamic_shape_types_compile_toy_llama(kind: str, cache_dir: str) -> None:
+    config = CompilationConfig(
+        mode=3, backend="eager", cache_dir=cache_dir, dynamic_shapes_config={"type": kind}
+    )
+    model = compile_model(config, model="toy-llama", max_num_tokens=32, **TINY)
+    for n in (1, 9, 32):
+        assert model.run(n)["max_abs_diff_vs_eager"] < 1e-3

@@ -271,7 +271,9 @@ def compile_model(
         target = cc.init_backend(plan.vllm_config)
         if target == "inductor":
             check_inductor_cache_dir()
-    forward = CompiledForward(module, plan.mode, target, plan.inductor_compile_config, counter)
+    forward = CompiledForward(
+        module, plan.mode, target, plan.inductor_compile_config, counter, cc.dynamic_shapes_config
+    )
     compiled = CompiledModel(model, model_size_options, module, plan, forward, backend, counter, device)
     if backend is not None:
         compiled.trace()

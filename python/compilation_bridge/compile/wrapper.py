@@ -5,7 +5,9 @@
   new shape re-traces (and, from the second shape on, Dynamo's automatic dynamic shapes apply).
 - DYNAMO_TRACE_ONCE: one Dynamo trace with dimension 0 of every tensor argument marked dynamic and
   every guard dropped (`guard_filter_fn`), handed whole to the backend; later calls never re-trace, even
-  when the traced Python would have branched differently.
+  when the traced Python would have branched differently. `dynamic_shapes_config` applies as in vLLM:
+  UNBACKED marks the dimension unbacked, BACKED_SIZE_OBLIVIOUS traces size-obliviously, and
+  `evaluate_guards` keeps the shape guards and makes a call that fails them an error.
 - VLLM_COMPILE: the same trace-once wrapper with a `VllmBackend` as the backend.
 
 Dynamo caches compiled code on the code object, and with guards dropped any entry matches; so each
@@ -17,13 +19,14 @@ from __future__ import annotations
 import copy
 import types
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 import torch
 from torch import nn
 
 from compilation_bridge.compile.counters import CompilationCounter, bump
-from compilation_bridge.vllm_config import CompilationMode
+from compilation_bridge.vllm_config import CompilationMode, DynamicShapesType
 
 
 def _private_forward(module: nn.Module) -> Callable[..., Any]:
@@ -39,6 +42,11 @@ def _drop_all_guards(guards: list[Any]) -> list[bool]:
     return [False] * len(guards)
 
 
+def _keep_shape_guards(guards: list[Any]) -> list[bool]:
+    # dynamic_shapes_config.evaluate_guards: only the shape guards survive
+    return [g.guard_type == "SHAPE_ENV" for g in guards]
+
+
 class CompiledForward:
     """Calls `module`'s forward in one of the four modes; see the module docstring."""
 
@@ -49,6 +57,7 @@ class CompiledForward:
         backend: str | Callable[..., Any] | None,
         inductor_options: dict[str, Any] | None = None,
         counter: CompilationCounter | None = None,
+        dynamic_shapes_config: Any = None,
     ) -> None:
         if mode is None:
             raise RuntimeError("Compilation mode cannot be NO_COMPILATION")
@@ -57,6 +66,9 @@ class CompiledForward:
         self.backend = backend
         self.counter = counter or CompilationCounter()
         self.traced = False
+        shapes = dynamic_shapes_config
+        self.shapes_type = DynamicShapesType(shapes.type) if shapes is not None else DynamicShapesType.BACKED
+        self.evaluate_guards = bool(shapes is not None and shapes.evaluate_guards)
         if self.mode == CompilationMode.NONE:
             self._compiled: Callable[..., Any] = module.forward
             return
@@ -69,7 +81,7 @@ class CompiledForward:
             bump(self.counter, "stock_torch_compile_count")
         else:
             bump(self.counter, "num_models_seen")
-            options["guard_filter_fn"] = _drop_all_guards
+            options["guard_filter_fn"] = _keep_shape_guards if self.evaluate_guards else _drop_all_guards
         self._compiled = torch.compile(
             _private_forward(module),
             fullgraph=True,
@@ -79,10 +91,24 @@ class CompiledForward:
         )
 
     def __call__(self, *args: Any) -> Any:
-        if not self.traced and self.mode not in (CompilationMode.NONE, CompilationMode.STOCK_TORCH_COMPILE):
-            for a in args:
-                # a size-1 dimension cannot be dynamic (Dynamo specialises 0 and 1)
-                if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] > 1:
+        if self.mode in (CompilationMode.NONE, CompilationMode.STOCK_TORCH_COMPILE):
+            return self._compiled(*args)
+        if self.traced:
+            # with evaluate_guards, a call that fails the kept shape guards is an error, not a re-trace
+            stance = torch.compiler.set_stance("fail_on_recompile") if self.evaluate_guards else nullcontext()
+            with stance:
+                return self._compiled(*args)
+        for a in args:
+            # a size-1 dimension cannot be dynamic (Dynamo specialises 0 and 1)
+            if isinstance(a, torch.Tensor) and a.dim() and a.shape[0] > 1:
+                if self.shapes_type == DynamicShapesType.UNBACKED:
+                    torch._dynamo.decorators.mark_unbacked(a, 0)
+                else:
                     torch._dynamo.mark_dynamic(a, 0)
+        oblivious = self.shapes_type == DynamicShapesType.BACKED_SIZE_OBLIVIOUS
+        patch = (
+            torch.fx.experimental._config.patch(backed_size_oblivious=True) if oblivious else nullcontext()
+        )
         self.traced = True
-        return self._compiled(*args)
+        with patch:
+            return self._compiled(*args)
