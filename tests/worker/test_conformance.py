@@ -462,6 +462,13 @@ def test_sigint_exits_zero() -> None:
 class FakeElixir(pb_grpc.BridgeServiceServicer):
     def __init__(self) -> None:
         self.beats: list[str] = []
+        self.sessions: list[str] = []
+
+    def InitializeSession(
+        self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
+    ) -> pb.InitializeSessionResponse:
+        self.sessions.append(request.session_id)
+        return pb.InitializeSessionResponse(success=True)
 
     def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.ServicerContext) -> pb.HeartbeatResponse:
         self.beats.append(request.session_id)
@@ -492,6 +499,7 @@ def test_dependent_worker_exits_when_elixir_is_gone() -> None:
         time.sleep(0.5)
         assert worker.process.poll() is None and elixir.beats
         assert worker.session_id in elixir.beats  # heartbeats carry the initialized session
+        assert elixir.sessions == [worker.session_id]  # ... which was created in Elixir's store once
         server.stop(0).wait()
         assert worker.process.wait(timeout=10) == 0
     finally:

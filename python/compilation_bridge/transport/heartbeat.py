@@ -37,6 +37,7 @@ class HeartbeatClient:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="elixir-heartbeat", daemon=True)
         self.missed = 0
+        self._registered: set[str] = set()
 
     def start(self) -> None:
         self._thread.start()
@@ -62,8 +63,23 @@ class HeartbeatClient:
         finally:
             channel.close()
 
+    def _register(self, stub: pb_grpc.BridgeServiceStub, session_id: str) -> None:
+        """Create the session in Elixir's SessionStore once, as the reference's InitializeSession proxy
+        does, so that Elixir answers this worker's heartbeats with session_valid=true. Best effort."""
+        if not session_id or session_id in self._registered:
+            return
+        self._registered.add(session_id)
+        try:
+            stub.InitializeSession(
+                pb.InitializeSessionRequest(session_id=session_id), timeout=self._config.timeout_ms / 1000
+            )
+        except grpc.RpcError as exc:
+            log.debug("InitializeSession %s at %s: %s", session_id, self._address, exc)
+
     def _beat(self, stub: pb_grpc.BridgeServiceStub) -> None:
-        request = pb.HeartbeatRequest(session_id=self._session_id())
+        session_id = self._session_id()
+        self._register(stub, session_id)
+        request = pb.HeartbeatRequest(session_id=session_id)
         request.client_time.FromNanoseconds(time.time_ns())
         try:
             stub.Heartbeat(request, timeout=self._config.timeout_ms / 1000)
