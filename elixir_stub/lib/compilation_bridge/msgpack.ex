@@ -60,6 +60,7 @@ defmodule CompilationBridge.MsgPack do
   defp encode_int(i) when i >= 0 and i < 0x10000, do: <<0xCD, i::16>>
   defp encode_int(i) when i >= 0 and i < 0x100000000, do: <<0xCE, i::32>>
   defp encode_int(i) when i >= 0 and i < 0x10000000000000000, do: <<0xCF, i::64>>
+  defp encode_int(i) when i >= 0, do: raise(ArgumentError, "integer #{i} does not fit in 64 bits")
   defp encode_int(i) when i >= -0x80, do: <<0xD0, i::signed-8>>
   defp encode_int(i) when i >= -0x8000, do: <<0xD1, i::signed-16>>
   defp encode_int(i) when i >= -0x80000000, do: <<0xD2, i::signed-32>>

@@ -6,7 +6,9 @@
 
 defmodule Vllm.Config.ModelConfig do
   @moduledoc """
-  Python class `vllm.config.ModelConfig`.
+  vLLM's ModelConfig field list (same names, order and defaults); only `config.json` is read.
+
+  `dtype` stays a name ("bfloat16") where vLLM holds a torch.dtype, so config work never imports torch.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "ModelConfig"
@@ -108,6 +110,23 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.call_method(ref, :verify_with_parallel_config, [parallel_config], opts)
   end
 
+  @spec allow_deprecated_quantization(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def allow_deprecated_quantization(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :allow_deprecated_quantization)
+  end
+
+  @spec allowed_local_media_path(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def allowed_local_media_path(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :allowed_local_media_path)
+  end
+
+  @spec allowed_media_domains(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def allowed_media_domains(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :allowed_media_domains)
+  end
+
   @spec architecture(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def architecture(ref) do
     SnakeBridge.Runtime.get_attr(ref, :architecture)
@@ -123,9 +142,30 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :attention_chunk_size)
   end
 
+  @spec code_revision(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def code_revision(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :code_revision)
+  end
+
+  @spec config_format(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def config_format(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :config_format)
+  end
+
+  @spec convert(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def convert(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :convert)
+  end
+
   @spec disable_cascade_attn(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def disable_cascade_attn(ref) do
     SnakeBridge.Runtime.get_attr(ref, :disable_cascade_attn)
+  end
+
+  @spec disable_sliding_window(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def disable_sliding_window(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :disable_sliding_window)
   end
 
   @spec dtype(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -138,14 +178,45 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :dtype_itemsize)
   end
 
+  @spec enable_prompt_embeds(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def enable_prompt_embeds(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :enable_prompt_embeds)
+  end
+
+  @spec enable_return_routed_experts(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def enable_return_routed_experts(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :enable_return_routed_experts)
+  end
+
+  @spec enable_sleep_mode(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def enable_sleep_mode(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :enable_sleep_mode)
+  end
+
   @spec enforce_eager(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def enforce_eager(ref) do
     SnakeBridge.Runtime.get_attr(ref, :enforce_eager)
   end
 
-  @spec hf_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
-  def hf_config(ref) do
-    SnakeBridge.Runtime.get_attr(ref, :hf_config)
+  @spec generation_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def generation_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :generation_config)
+  end
+
+  @spec hf_config_path(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def hf_config_path(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :hf_config_path)
+  end
+
+  @spec hf_token(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def hf_token(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :hf_token)
+  end
+
+  @spec io_processor_plugin(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def io_processor_plugin(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :io_processor_plugin)
   end
 
   @spec is_encoder_decoder(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -163,6 +234,27 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :is_moe)
   end
 
+  @spec logits_processor_pattern(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def logits_processor_pattern(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :logits_processor_pattern)
+  end
+
+  @spec logits_processors(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def logits_processors(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :logits_processors)
+  end
+
+  @spec logprobs_mode(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def logprobs_mode(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :logprobs_mode)
+  end
+
+  @spec max_logprobs(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def max_logprobs(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :max_logprobs)
+  end
+
   @spec max_model_len(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def max_model_len(ref) do
     SnakeBridge.Runtime.get_attr(ref, :max_model_len)
@@ -173,9 +265,40 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :model)
   end
 
+  @spec model_impl(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def model_impl(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :model_impl)
+  end
+
+  @spec model_weights(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def model_weights(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :model_weights)
+  end
+
+  @spec multimodal_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def multimodal_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :multimodal_config)
+  end
+
+  @spec override_attention_dtype(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def override_attention_dtype(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :override_attention_dtype)
+  end
+
   @spec pooler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def pooler_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :pooler_config)
+  end
+
+  @spec quantization(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def quantization(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :quantization)
+  end
+
+  @spec revision(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def revision(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :revision)
   end
 
   @spec runner(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -188,14 +311,40 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :seed)
   end
 
+  @spec served_model_name(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def served_model_name(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :served_model_name)
+  end
+
   @spec skip_tokenizer_init(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def skip_tokenizer_init(ref) do
     SnakeBridge.Runtime.get_attr(ref, :skip_tokenizer_init)
   end
 
+  @spec spec_target_max_model_len(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def spec_target_max_model_len(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :spec_target_max_model_len)
+  end
+
   @spec tokenizer(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def tokenizer(ref) do
     SnakeBridge.Runtime.get_attr(ref, :tokenizer)
+  end
+
+  @spec tokenizer_mode(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def tokenizer_mode(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :tokenizer_mode)
+  end
+
+  @spec tokenizer_revision(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def tokenizer_revision(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :tokenizer_revision)
+  end
+
+  @spec trust_remote_code(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def trust_remote_code(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :trust_remote_code)
   end
 
   @spec use_mla(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}

@@ -1,0 +1,198 @@
+defmodule CompilationBridge.PoolTest do
+  @moduledoc """
+  The pool against real and deliberately broken workers: crashes, hangs, corrupt frames, queueing,
+  session affinity, release on owner exit, many concurrent callers.
+  """
+  use ExUnit.Case, async: true
+
+  import CompilationBridge.TestSupport
+
+  alias CompilationBridge.Pool
+  alias SnakeBridge.Ref
+  alias Vllm.Config.CompilationConfig, as: CC
+
+  defp start_pool(name, opts) do
+    opts = Keyword.put_new(opts, :size, 1)
+    start_supervised!({Pool, [name: name] ++ opts})
+    await_workers(name, opts[:size])
+  end
+
+  defp on_pool(name, extra \\ []), do: [__runtime__: [pool_name: name] ++ extra]
+
+  test "a worker killed with kill -9 mid-request is replaced and the pool keeps serving" do
+    [w0, w1] = start_pool(:kill9, size: 2, env: [{"SNAKEPIT_LOG_LEVEL", "error"}])
+    {:ok, cc} = CC.new([mode: 0] ++ on_pool(:kill9))
+    {:ok, %Ref{pool_name: :kill9}} = {:ok, cc}
+    owner = Pool.info(:kill9).sessions[cc.session_id]
+    victim = Enum.find([w0, w1], &(&1.index == owner))
+
+    # A compile keeps the session's worker busy (it imports torch first): kill it meanwhile.
+    killer =
+      Task.async(fn ->
+        wait_until(fn ->
+          Enum.any?(Pool.info(:kill9).workers, &(&1.index == owner and &1.busy))
+        end)
+
+        kill9(victim.os_pid)
+      end)
+
+    # the config ref belongs to this process's session, so the compile runs in it (as in SnakeBridge)
+    assert {:error, %Snakepit.Error{category: :worker, message: "Worker process exited"}} =
+             CompilationBridge.Compile.compile_model(cc, [max_num_tokens: 4] ++ on_pool(:kill9))
+
+    Task.await(killer)
+    workers = await_workers(:kill9, 2)
+    assert Enum.find(workers, &(&1.index == owner)).os_pid != victim.os_pid
+
+    # The session's refs died with the worker; everything else goes on.
+    assert %Snakepit.Error.KeyError{} = python_reason(CC.compute_hash(cc))
+    {:ok, fresh} = CC.new([mode: 0] ++ on_pool(:kill9))
+    assert {:ok, hash} = CC.compute_hash(fresh)
+    assert byte_size(hash) == 64
+  end
+
+  test "many concurrent callers, each with its own session, all get answers" do
+    hashes =
+      1..40
+      |> Task.async_stream(
+        fn i ->
+          {:ok, cc} = CC.new(compile_sizes: [rem(i, 4) + 1])
+          {:ok, hash} = CC.compute_hash(cc)
+          {:ok, [size]} = CC.compile_sizes(cc)
+          :ok = SnakeBridge.Runtime.release_ref(cc)
+          {size, hash}
+        end,
+        max_concurrency: 40,
+        timeout: 60_000
+      )
+      |> Enum.map(fn {:ok, pair} -> pair end)
+
+    assert length(hashes) == 40
+    # same config, same hash, whichever worker computed it
+    assert hashes |> Enum.uniq() |> length() == 4
+  end
+
+  test "a session stays on one worker, so its refs work from any process" do
+    {:ok, cc} = CC.new(cache_dir: "/tmp/affinity")
+    worker = Pool.info().sessions[cc.session_id]
+    assert is_integer(worker)
+
+    results =
+      1..20
+      |> Task.async_stream(fn _ -> CC.cache_dir(cc) end, max_concurrency: 10)
+      |> Enum.map(fn {:ok, result} -> result end)
+
+    assert Enum.all?(results, &(&1 == {:ok, "/tmp/affinity"}))
+    assert Pool.info().sessions[cc.session_id] == worker
+  end
+
+  test "a session's refs are released when the process that owns it exits" do
+    parent = self()
+
+    pid =
+      spawn(fn ->
+        {:ok, cc} = CC.new(cache_dir: "/tmp/owned")
+        send(parent, {:ref, cc})
+        receive do: (:exit -> :ok)
+      end)
+
+    assert_receive {:ref, cc}, 10_000
+    assert {:ok, "/tmp/owned"} = CC.cache_dir(cc)
+    send(pid, :exit)
+
+    wait_until(fn ->
+      match?(
+        {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.KeyError{}}}},
+        CC.cache_dir(cc)
+      )
+    end)
+  end
+
+  test "a request past its timeout gets a timeout error and its worker is replaced" do
+    [worker] = start_pool(:hang, command: fake_worker("hang"))
+
+    assert {:error, %Snakepit.Error{category: :timeout, message: "Worker execution timed out"}} =
+             CC.new(on_pool(:hang, timeout: 300))
+
+    [replacement] = await_workers(:hang, 1)
+    wait_until(fn -> hd(Pool.info(:hang).workers).os_pid != worker.os_pid end)
+    assert replacement.index == 0
+  end
+
+  test "callers beyond the pool's capacity queue, and time out in the queue" do
+    start_pool(:queue, command: fake_worker("hang"))
+    busy = Task.async(fn -> CC.new(on_pool(:queue, timeout: 2_000)) end)
+    wait_until(fn -> Enum.any?(Pool.info(:queue).workers, & &1.busy) end)
+
+    assert {:error, %Snakepit.Error{category: :timeout, message: "Request timed out in queue"}} =
+             CC.new(on_pool(:queue, queue_timeout: 100))
+
+    assert {:error, %Snakepit.Error{category: :timeout}} = Task.await(busy, 10_000)
+  end
+
+  test "a worker that writes a corrupt frame is replaced; the caller gets an error tuple" do
+    [worker] = start_pool(:corrupt, command: fake_worker("corrupt"))
+    assert {:error, %Snakepit.Error{category: :pool}} = CC.new(on_pool(:corrupt))
+
+    wait_until(fn ->
+      match?([%{os_pid: pid}] when pid != worker.os_pid, Pool.info(:corrupt).workers)
+    end)
+  end
+
+  test "a worker that dies mid-request gives the caller an error tuple and comes back" do
+    [worker] = start_pool(:dies, command: fake_worker("exit"))
+    assert {:error, %Snakepit.Error{category: :worker} = error} = CC.new(on_pool(:dies))
+    assert error.details.exit_reason == {:exit_status, 7}
+
+    wait_until(fn ->
+      match?([%{os_pid: pid}] when pid != worker.os_pid, Pool.info(:dies).workers)
+    end)
+  end
+
+  test "a Python that never becomes ready leaves callers with queue timeouts, not crashes" do
+    start_supervised!(
+      {Pool,
+       name: :never,
+       size: 1,
+       command: fake_worker("noready"),
+       startup_timeout: 200,
+       queue_timeout: 300}
+    )
+
+    assert {:error, %Snakepit.Error{category: :timeout}} = CC.new(on_pool(:never))
+    assert Process.alive?(Process.whereis(Pool.server(:never)))
+  end
+
+  test "an unknown pool is a pool error" do
+    assert {:error, %Snakepit.Error{category: :pool, message: "Pool request failed"}} =
+             CC.new(on_pool(:no_such_pool))
+  end
+
+  test "options are validated with clear messages" do
+    assert_raise ArgumentError, ~r/:size must be a positive integer, got 0/, fn ->
+      Pool.Options.validate!(size: 0)
+    end
+
+    assert_raise ArgumentError, ~r/unknown pool options \[:sise\]/, fn ->
+      Pool.Options.validate!(sise: 2)
+    end
+
+    assert_raise ArgumentError, ~r/:env must be a list/, fn ->
+      Pool.Options.validate!(env: [a: 1])
+    end
+
+    assert_raise ArgumentError, ~r/:command must be/, fn ->
+      Pool.Options.validate!(command: [])
+    end
+  end
+
+  defp wait_until(check, timeout \\ 30_000) do
+    deadline = System.monotonic_time(:millisecond) + timeout
+
+    Stream.repeatedly(fn ->
+      check.() || (System.monotonic_time(:millisecond) > deadline && flunk("condition not met")) ||
+        Process.sleep(20)
+    end)
+    |> Enum.find(&(&1 == true))
+  end
+end
