@@ -180,6 +180,19 @@ def test_release_ref_and_session(session: SnakeBridgeSession) -> None:
     assert session.release_session() == 0
 
 
+def test_ref_limits_from_the_environment() -> None:
+    worker = WorkerProcess.spawn(extra_env={"SNAKEBRIDGE_REF_MAX": "2"}, heartbeat_interval_s=None)
+    try:
+        session = SnakeBridgeSession(worker.stub, worker.session_id, session_id="bounded")
+        first, second, third = (session.call_class("vllm.config", "PassConfig", []) for _ in range(3))
+        with pytest.raises(CallError) as info:
+            session.call_method(first, "compute_hash")
+        assert info.value.error["message"] == f"'Unknown SnakeBridge reference: {first['id']}'"
+        assert session.call_method(second, "compute_hash") == session.call_method(third, "compute_hash")
+    finally:
+        worker.terminate()
+
+
 def test_sessions_do_not_see_each_other(worker: WorkerProcess) -> None:
     alice = SnakeBridgeSession(worker.stub, worker.session_id, session_id="alice")
     mallory = SnakeBridgeSession(worker.stub, worker.session_id, session_id="mallory")

@@ -139,7 +139,13 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         started = time.perf_counter()
         token = correlation_id.set(_correlation(request, context))
         try:
-            reply = self._run_tool(request)
+            remaining = context.time_remaining()
+            if remaining is not None and remaining <= 0:
+                # The caller gave up while the call waited for a thread: do not run work nobody awaits.
+                late = TimeoutError("the call's deadline passed before it started")
+                reply = self.dispatcher.error_reply(late, request.tool_name, None, request.session_id)
+            else:
+                reply = self._run_tool(request)
             return self._tool_response(reply, request, started)
         finally:
             correlation_id.reset(token)
