@@ -9,3 +9,4 @@ bash scripts/setup_oracle.sh
 .venv/bin/ruff check python tests
 .venv/bin/ruff format --check python tests
 .venv/bin/python -m pytest -q "$@"
+bash scripts/elixir_test.sh
