@@ -8,5 +8,5 @@ python3 -m venv .venv
 bash scripts/setup_oracle.sh
 .venv/bin/ruff check python tests
 .venv/bin/ruff format --check python tests
-.venv/bin/python -m pytest -q "$@"
+PYTHONHASHSEED=0 .venv/bin/python -m pytest -q "$@"   # a fixed string hash: see tests/differential
 bash scripts/elixir_test.sh

@@ -1,0 +1,122 @@
+"""Random configurations (hypothesis, derandomized so CI is reproducible), standalone and through
+``VllmConfig``, compared with vLLM 0.14.0 on fields, errors, hashes, ranges, repr and method results.
+
+``DIFFERENTIAL_EXAMPLES`` (default 1000) sets the number of examples per test and platform; the session
+summary prints how many configurations were compared."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+from config_strategies import compilation_kwargs, vllm_surroundings
+from diff_harness import (
+    FIELDS,
+    HASH,
+    PLATFORMS,
+    POST_INIT,
+    RANGES,
+    REPR,
+    STR,
+    call,
+    cc_request,
+    get,
+    op,
+    vllm_request,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+OP_NAMES = ("rms_norm", "quant_fp8", "silu_and_mul", "x")
+# Built once: building these strategies inside each draw costs more than running the example.
+STANDALONE_KWARGS = compilation_kwargs(invalid_share=3)
+VLLM_KWARGS = compilation_kwargs(invalid_share=40)
+SURROUNDINGS = vllm_surroundings()
+
+
+@st.composite
+def standalone_requests(draw: st.DrawFn) -> dict[str, Any]:
+    kwargs = draw(STANDALONE_KWARGS)
+    q = draw(st.integers(1, 4))
+    tp = draw(st.sampled_from((1, 2, 4)))
+    all2all = draw(st.sampled_from(("allgather_reducescatter", "deepep_high_throughput")))
+    dp = draw(st.sampled_from((1, 2)))
+    ops = [
+        HASH,
+        REPR,
+        RANGES,
+        call("splitting_ops_contain_attention"),
+        call("is_attention_compiled_piecewise"),
+        call("is_custom_op_enabled", draw(st.sampled_from(OP_NAMES))),
+        op("eq", other={"__new__": "CompilationConfig", "kwargs": {}}),
+        op("hash", on="pass_config"),
+        op("hash", on="dynamic_shapes_config"),
+        POST_INIT,
+        FIELDS,
+        HASH,
+        call("adjust_cudagraph_sizes_for_spec_decode", q, tp),
+        call("set_splitting_ops_for_v1", all2all, dp),
+        FIELDS,
+        call("is_attention_compiled_piecewise"),
+        HASH,
+        STR,
+    ]
+    if "mode" not in kwargs and "level" not in kwargs:
+        ops.append(op("init_backend"))
+    return cc_request(kwargs, ops)
+
+
+@st.composite
+def vllm_requests(draw: st.DrawFn) -> dict[str, Any]:
+    kwargs = draw(VLLM_KWARGS)
+    around = draw(SURROUNDINGS)
+    ops = [
+        HASH,
+        RANGES,
+        REPR,
+        call("splitting_ops_contain_attention"),
+        call("is_attention_compiled_piecewise"),
+        call("is_custom_op_enabled", draw(st.sampled_from(OP_NAMES))),
+        get("optimization_level", on=""),
+        op("hash", on="compilation_config.pass_config"),
+        op("hash", on="compilation_config.dynamic_shapes_config"),
+        POST_INIT,
+        FIELDS,
+        HASH,
+        RANGES,
+    ]
+    return vllm_request(kwargs, ops=ops, **around)
+
+
+@pytest.mark.parametrize("plat", PLATFORMS)
+def test_random_compilation_configs(check: Any, plat: str) -> None:
+    """Standalone ``CompilationConfig``s from the whole valid and invalid space, then its methods."""
+
+    @SETTINGS
+    @given(standalone_requests())
+    def run(req: dict[str, Any]) -> None:
+        check(plat, req)
+
+    run()
+
+
+@pytest.mark.parametrize("plat", PLATFORMS)
+def test_random_vllm_configs(check: Any, plat: str) -> None:
+    """Mostly valid ``CompilationConfig``s through ``VllmConfig`` (scheduler, parallelism, DeepEP, the
+    tiny model, optimization levels), then ``post_init_cudagraph_sizes`` again and the methods."""
+
+    @SETTINGS
+    @given(vllm_requests())
+    def run(req: dict[str, Any]) -> None:
+        check(plat, req)
+
+    run()

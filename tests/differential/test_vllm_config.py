@@ -1,0 +1,391 @@
+"""Spec §4 and the VllmConfig cases of §6: how ``VllmConfig.__post_init__`` drives a
+``CompilationConfig`` on each platform: optimization levels, default mode, custom ops, cudagraph sizes,
+compile ranges, splitting ops, sequence parallelism, DeepEP, tensor parallelism and the tiny model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from diff_harness import (
+    ATTENTION_OPS,
+    FIELDS,
+    HASH,
+    POST_INIT,
+    RANGES,
+    REPR,
+    call,
+    enum,
+    get,
+    op,
+    scheduler,
+    tiny_model,
+    vllm_request,
+)
+
+# Compared after every VllmConfig build (the final compilation-config fields are always compared).
+AFTER = [
+    HASH,
+    RANGES,
+    REPR,
+    call("splitting_ops_contain_attention"),
+    call("is_attention_compiled_piecewise"),
+    call("is_custom_op_enabled", "rms_norm"),
+    call("is_custom_op_enabled", "quant_fp8"),
+    get("optimization_level", on=""),
+    op("same_compilation_config"),
+    op("hash", on="compilation_config.pass_config"),
+    op("hash", on="compilation_config.dynamic_shapes_config"),
+    POST_INIT,
+    FIELDS,
+    HASH,
+]
+
+
+def check_vllm(check: Any, platform: str, cc: dict[str, Any] | None = None, **kw: Any) -> Any:
+    return check(platform, vllm_request(cc, ops=AFTER, **kw))
+
+
+MODELS = {"no-model": None, "tiny": tiny_model()}
+LEVELS = [0, 1, 2, 3, None]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("model", list(MODELS))
+def test_optimization_levels(check: Any, platform: str, model: str, level: int | None) -> None:
+    """§4.2 and §4.5: ``VllmConfig()`` and the tiny model at O0-O3 (and the default O2)."""
+    check_vllm(check, platform, {}, model=MODELS[model], optimization_level=level)
+
+
+SCENARIOS: dict[str, dict[str, Any]] = {
+    "mode 0": {"mode": 0},
+    "mode 1": {"mode": 1},
+    "mode 2": {"mode": 2},
+    "mode 3": {"mode": 3},
+    "level 3 (raw int)": {"level": 3},
+    "level 0": {"level": 0},
+    "mode 0 + FULL": {"mode": 0, "cudagraph_mode": "FULL"},
+    "mode 0 + PIECEWISE": {"mode": 0, "cudagraph_mode": "PIECEWISE"},
+    "mode 2 + FULL_DECODE_ONLY": {"mode": 2, "cudagraph_mode": "FULL_DECODE_ONLY"},
+    "mode 1 + FULL_AND_PIECEWISE": {"mode": 1, "cudagraph_mode": "FULL_AND_PIECEWISE"},
+    "backend eager": {"backend": "eager"},
+    "backend eager mode 0": {"backend": "eager", "mode": 0},
+    "backend openxla mode 2": {"backend": "openxla", "mode": 2},
+    "uigp + unified_attention": {
+        "mode": 3,
+        "use_inductor_graph_partition": True,
+        "splitting_ops": ["vllm::unified_attention"],
+    },
+    "fuse_attn_quant PIECEWISE": {
+        "mode": 3,
+        "pass_config": {"fuse_attn_quant": True, "eliminate_noops": True},
+        "custom_ops": ["+quant_fp8"],
+        "cudagraph_mode": "PIECEWISE",
+    },
+    "fuse_attn_quant PIECEWISE with attention ops": {
+        "mode": 3,
+        "pass_config": {"fuse_attn_quant": True, "eliminate_noops": True},
+        "custom_ops": ["+quant_fp8"],
+        "cudagraph_mode": "PIECEWISE",
+        "splitting_ops": ATTENTION_OPS,
+    },
+    "fuse_attn_quant PIECEWISE uigp": {
+        "mode": 3,
+        "pass_config": {"fuse_attn_quant": True, "eliminate_noops": True},
+        "custom_ops": ["+quant_fp8"],
+        "cudagraph_mode": "PIECEWISE",
+        "use_inductor_graph_partition": True,
+    },
+    "fuse_attn_quant default cudagraph": {"mode": 3, "pass_config": {"fuse_attn_quant": True}},
+    "splitting_ops [] PIECEWISE": {"mode": 3, "splitting_ops": [], "cudagraph_mode": "PIECEWISE"},
+    "splitting_ops [] default": {"mode": 3, "splitting_ops": []},
+    "splitting_ops [] FULL_DECODE_ONLY": {
+        "mode": 3,
+        "splitting_ops": [],
+        "cudagraph_mode": "FULL_DECODE_ONLY",
+    },
+    "user splitting ops": {"mode": 3, "splitting_ops": ["silly::attention"]},
+    "cudagraph NONE": {"cudagraph_mode": "NONE"},
+    "cudagraph FULL": {"cudagraph_mode": "FULL"},
+    "cudagraph FULL_DECODE_ONLY": {"cudagraph_mode": "FULL_DECODE_ONLY"},
+    "custom_ops all": {"custom_ops": ["all"]},
+    "custom_ops +quant_fp8": {"custom_ops": ["+quant_fp8"]},
+    "custom_ops -rms_norm enable_sp": {"custom_ops": ["-rms_norm"], "pass_config": {"enable_sp": True}},
+    "enable_sp": {"pass_config": {"enable_sp": True}},
+    "fuse_gemm_comms": {"pass_config": {"fuse_gemm_comms": True}},
+    "fuse_gemm_comms uigp": {"pass_config": {"fuse_gemm_comms": True}, "use_inductor_graph_partition": True},
+    "eliminate_noops False": {"pass_config": {"eliminate_noops": False}},
+    "explicit pass flags": {"pass_config": {"eliminate_noops": True, "fuse_attn_quant": True}},
+    "fuse_allreduce_rms": {"pass_config": {"fuse_allreduce_rms": True}},
+    "fuse_allreduce_rms 1MB": {
+        "pass_config": {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": 1}
+    },
+    "qk_norm_rope": {"pass_config": {"enable_qk_norm_rope_fusion": True}},
+    "compile_sizes with capture sizes": {"compile_sizes": [3, "cudagraph_capture_sizes", 3, 1000]},
+    "compile_sizes raw": {"compile_sizes": [4]},
+    "split points": {"compile_ranges_split_points": [8, 32, 1, 5000, 8]},
+    "split point 0": {"compile_ranges_split_points": [0]},
+    "split point negative": {"compile_ranges_split_points": [-4, 16]},
+    "split points large": {"compile_ranges_split_points": [2048, 2047, 4096]},
+    "debug dump path": {"debug_dump_path": "dump"},
+    "inductor config": {"inductor_compile_config": {"max_autotune": True, "combo_kernels": False}},
+    "dynamic shapes": {"dynamic_shapes_config": {"type": "unbacked", "evaluate_guards": True}},
+}
+
+
+@pytest.mark.parametrize("level", [0, 2])
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_scenarios(check: Any, platform: str, scenario: str, model: str, level: int) -> None:
+    """§4.1, §4.5 end states and §6.1/§6.2 cases, with and without the tiny model, at O0 and O2."""
+    check_vllm(check, platform, SCENARIOS[scenario], model=MODELS[model], optimization_level=level)
+
+
+SIZES_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "default": ({}, {}),
+    "user max 100": ({"max_cudagraph_capture_size": 100}, {}),
+    "user max 300": ({"max_cudagraph_capture_size": 300}, {}),
+    "user max 6": ({"max_cudagraph_capture_size": 6}, {}),
+    "user max 0": ({"max_cudagraph_capture_size": 0}, {}),
+    "mbt 100": ({}, {"max_num_batched_tokens": 100, "max_num_seqs": 100}),
+    "sizes with 3000": ({"cudagraph_capture_sizes": [4, 2, 2, 1, 3000]}, {}),
+    "sizes and max mismatch": ({"cudagraph_capture_sizes": [1, 2, 4], "max_cudagraph_capture_size": 8}, {}),
+    "sizes and max agree": ({"cudagraph_capture_sizes": [1, 2, 4], "max_cudagraph_capture_size": 4}, {}),
+    "empty sizes": ({"cudagraph_capture_sizes": []}, {}),
+    "max_num_seqs 256": ({}, {"max_num_seqs": 256}),
+    "max_num_seqs 1": ({}, {"max_num_seqs": 1}),
+    "mbt 8": ({}, {"max_num_batched_tokens": 8, "max_num_seqs": 8}),
+    "mbt 8192": ({}, {"max_num_batched_tokens": 8192, "max_num_seqs": 256}),
+    "mbt 600 sizes above": ({"cudagraph_capture_sizes": [512, 700, 64]}, {"max_num_batched_tokens": 600}),
+    "max above mbt": (
+        {"max_cudagraph_capture_size": 4096},
+        {"max_num_batched_tokens": 1024, "max_num_seqs": 512},
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", [None, "FULL_DECODE_ONLY", "PIECEWISE", "NONE"])
+@pytest.mark.parametrize("case", list(SIZES_CASES))
+def test_cudagraph_sizes(check: Any, platform: str, case: str, mode: str | None) -> None:
+    """§4.3 observations (with the tiny model, where sizes are planned on CUDA)."""
+    cc, sched = SIZES_CASES[case]
+    cc = {**cc, "cudagraph_mode": mode} if mode else cc
+    check_vllm(check, platform, cc, model=tiny_model(), scheduler_config=scheduler(**sched))
+
+
+# §6.1 test_cudagraph_sizes_post_init: (sizes, max, tp, enable_sp, max_num_batched_tokens, cudagraph_mode)
+POST_INIT_ROWS: list[tuple[list[int] | None, int | None, int, bool, int, str]] = [
+    (None, None, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 2, 4], 4, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 2, 4], 8, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 256], None, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([], None, 1, False, 2048, "NONE"),
+    (None, 0, 1, False, 2048, "NONE"),
+    (None, 257, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 2, 4, 15], None, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 2, 4, 15], None, 2, True, 2048, "FULL_AND_PIECEWISE"),
+    ([1, 2, 4, 15], None, 1, False, 8, "FULL_AND_PIECEWISE"),
+    ([], None, 1, False, 2048, "FULL_AND_PIECEWISE"),
+    (None, 0, 1, False, 2048, "FULL_AND_PIECEWISE"),
+]
+
+
+@pytest.mark.parametrize(("sizes", "mx", "tp", "sp", "mbt", "cg"), POST_INIT_ROWS, ids=repr)
+def test_cudagraph_sizes_post_init(
+    check: Any, platform: str, sizes: list[int] | None, mx: int | None, tp: int, sp: bool, mbt: int, cg: str
+) -> None:
+    """§6.1, all twelve rows, with the tiny model in place of opt-125m."""
+    cc: dict[str, Any] = {
+        "cudagraph_capture_sizes": sizes,
+        "max_cudagraph_capture_size": mx,
+        "cudagraph_mode": cg,
+        "pass_config": {
+            "enable_sp": sp,
+            "fuse_norm_quant": True,
+            "fuse_act_quant": True,
+            "eliminate_noops": True,
+        },
+    }
+    check_vllm(
+        check,
+        platform,
+        cc,
+        model=tiny_model(),
+        scheduler_config=scheduler(max_num_batched_tokens=mbt, max_num_seqs=min(mbt, 128)),
+        parallel_config={"tensor_parallel_size": tp},
+    )
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8, 16])
+@pytest.mark.parametrize("sp", [False, True])
+@pytest.mark.parametrize("model", list(MODELS))
+def test_tensor_parallel(check: Any, platform: str, tp: int, sp: bool, model: str) -> None:
+    """Tensor parallelism on the stand-in node of 8 GPUs: up to 8 plans (sizes not multiple of tp dropped
+    with sequence parallelism), above 8 the world-size ValidationError; the tiny model's 4 heads limit tp."""
+    cc = {"pass_config": {"enable_sp": sp}}
+    check_vllm(check, platform, cc, model=MODELS[model], parallel_config={"tensor_parallel_size": tp})
+
+
+@pytest.mark.parametrize("tp", [1, 2, 4, 8])
+@pytest.mark.parametrize("mb", [None, 1, 0.25])
+def test_allreduce_fusion_ranges(check: Any, platform: str, tp: int, mb: float | None) -> None:
+    """§4.4: with ``fuse_allreduce_rms`` the flashinfer size limit adds a split point (hidden size 64,
+    bfloat16)."""
+    cc = {"pass_config": {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": mb}}
+    check_vllm(
+        check,
+        platform,
+        cc,
+        model=None if tp > 2 else tiny_model(),
+        scheduler_config=scheduler(max_num_batched_tokens=8192, max_num_seqs=256),
+        parallel_config={"tensor_parallel_size": tp},
+    )
+
+
+@pytest.mark.parametrize("dp", [1, 2, 8])
+@pytest.mark.parametrize(
+    "all2all", ["deepep_high_throughput", "deepep_low_latency", "allgather_reducescatter"]
+)
+@pytest.mark.parametrize("uigp", [False, True])
+def test_deepep(check: Any, platform: str, dp: int, all2all: str, uigp: bool) -> None:
+    """§6.1 ``test_moe_splitting_ops_deepep_ht_inductor_partition`` and §3.5 step 4 through VllmConfig
+    (no model, so the data-parallel size is used)."""
+    cc = {
+        "mode": 3,
+        "use_inductor_graph_partition": uigp,
+        "splitting_ops": ["vllm::unified_attention", "vllm::moe_forward", "vllm::moe_forward_shared"],
+    }
+    check_vllm(check, platform, cc, parallel_config={"all2all_backend": all2all, "data_parallel_size": dp})
+    check_vllm(check, platform, {}, parallel_config={"all2all_backend": all2all, "data_parallel_size": dp})
+
+
+@pytest.mark.parametrize("dp", [1, 2])
+def test_deepep_dense_model(check: Any, platform: str, dp: int) -> None:
+    """With a (dense) model, VllmConfig passes data-parallel size 1 to ``set_splitting_ops_for_v1``."""
+    check_vllm(
+        check,
+        platform,
+        {"mode": 3, "cudagraph_mode": "PIECEWISE"},
+        model=tiny_model(),
+        parallel_config={"all2all_backend": "deepep_high_throughput", "data_parallel_size": dp},
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "custom_ops"),
+    [
+        ("eager", []),
+        ("eager", ["+fused_layernorm"]),
+        ("eager", ["all", "-fused_layernorm"]),
+        ("inductor", []),
+        ("inductor", ["none", "+fused_layernorm"]),
+        ("inductor", ["none", "-fused_layernorm"]),
+    ],
+)
+def test_is_custom_op_enabled_vllm(check: Any, platform: str, backend: str, custom_ops: list[str]) -> None:
+    """§6.2 ``test_is_custom_op_enabled``."""
+    req = vllm_request(
+        {"backend": backend, "custom_ops": custom_ops},
+        ops=[call("is_custom_op_enabled", "fused_layernorm"), get("custom_ops")],
+    )
+    check(platform, req)
+
+
+ENABLED_OPS_ROWS: list[tuple[str, int, str]] = [
+    ("", 0, "eager"),
+    ("", 3, "eager"),
+    ("", 0, "inductor"),
+    ("", 1, "inductor"),
+    ("", 2, "inductor"),
+    ("", 3, "inductor"),
+    ("+rms_norm,-silu_and_mul", 0, "inductor"),
+    ("none,-rms_norm,+relu3", 1, "eager"),
+    ("all,-silu_and_mul", 2, "inductor"),
+    ("-relu3,+relu2", 3, "eager"),
+    ("none,-relu3,+rms_norm,+silu_and_mul", 3, "eager"),
+    ("-rms_norm", 3, "eager"),
+    ("none,+relu3", 3, "inductor"),
+    ("all,-rms_norm", 3, "inductor"),
+    ("all,none", 3, "inductor"),
+    ("all,+rms_norm,all", 3, "inductor"),
+    ("+rms_norm,-rms_norm", 3, "inductor"),
+]
+
+
+@pytest.mark.parametrize(("ops", "mode", "backend"), ENABLED_OPS_ROWS, ids=repr)
+def test_enabled_custom_ops(check: Any, platform: str, ops: str, mode: int, backend: str) -> None:
+    """§6.5 ``test_enabled_ops``: the config side (which ops the defaulted custom_ops enable)."""
+    custom_ops = [o for o in ops.split(",") if o]
+    names = ("rms_norm", "silu_and_mul", "gelu_and_mul", "relu3")
+    req = vllm_request(
+        {"custom_ops": custom_ops, "mode": mode, "backend": backend},
+        ops=[*[call("is_custom_op_enabled", n) for n in names], get("custom_ops")],
+    )
+    check(platform, req)
+
+
+def test_compile_ranges_example(check: Any, platform: str) -> None:
+    """§6.3 ``test_compile_config_get_compile_ranges``: the same object is mutated."""
+    req = vllm_request(
+        {"compile_ranges_split_points": [8, 32]},
+        scheduler_config=scheduler(max_num_batched_tokens=8192, max_model_len=8192),
+        ops=[RANGES, op("same_compilation_config"), HASH],
+    )
+    check(platform, req)
+
+
+@pytest.mark.parametrize(
+    "model_kwargs",
+    [
+        {"enforce_eager": True},
+        {"enforce_eager": False},
+        {"max_model_len": 128},
+        {"dtype": "float32"},
+        {"dtype": "float16"},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("level", [0, 1, 2, 3])
+def test_model_options(check: Any, platform: str, model_kwargs: dict[str, Any], level: int) -> None:
+    """§4.1 step 2 and §4.5 "model + enforce_eager" (level forced to O0), and model variants."""
+    check_vllm(check, platform, {}, model=tiny_model(**model_kwargs), optimization_level=level)
+    check_vllm(check, platform, {"mode": 3}, model=tiny_model(**model_kwargs), optimization_level=level)
+
+
+@pytest.mark.parametrize(
+    "level",
+    [4, -1, "2", "O2", None, 2.0, enum("OptimizationLevel", "O1")],
+    ids=repr,
+)
+def test_optimization_level_values(check: Any, platform: str, level: Any) -> None:
+    """Values given to ``optimization_level`` go through pydantic validation."""
+    req = vllm_request({}, ops=[get("optimization_level", on="")])
+    if level is not None:
+        req["build"]["optimization_level"] = level
+    check(platform, req)
+
+
+def test_compilation_config_as_dict(check: Any, platform: str) -> None:
+    """``VllmConfig(compilation_config={...})`` validates the dict into a CompilationConfig."""
+    for cc in ({"mode": 3}, {"mode": "bogus"}, {"cudagraph_mode": "bogus"}, {"bogus": 1}, {}):
+        req = {"build": {"kind": "vllm", "compilation_config": cc}, "ops": [HASH, RANGES]}
+        check(platform, req)
+
+
+@pytest.mark.parametrize(
+    "sched",
+    [
+        {"max_num_batched_tokens": 64, "max_num_seqs": 128},
+        {"max_num_batched_tokens": 0},
+        {
+            "max_num_batched_tokens": 256,
+            "max_num_seqs": 256,
+            "enable_chunked_prefill": False,
+            "max_model_len": 512,
+        },
+    ],
+    ids=repr,
+)
+def test_scheduler_errors(check: Any, platform: str, sched: dict[str, Any]) -> None:
+    """SchedulerConfig's own checks, as a stage of building the VllmConfig."""
+    check_vllm(check, platform, {}, scheduler_config=scheduler(**sched))

@@ -1,0 +1,269 @@
+"""The differential request interpreter, shared by the oracle server and the product runner.
+
+A request is a small JSON program: build one object from constructor arguments, then run a list of
+operations on it, and answer everything in one canonical JSON encoding. The same function runs against
+vLLM 0.14.0 (``oracle_server.py``, in the oracle environment) and against
+``compilation_bridge.vllm_config`` (``tests/differential/runner.py``), each given its own table of
+classes, so a differential test is ``assert product(request) == oracle(request)``.
+
+This module imports neither vLLM nor the product: it only sees the classes it is handed.
+
+Request::
+
+    {"build": BUILD, "ops": [OP, ...], "final": true}
+
+BUILD is one of:
+
+- ``{"kind": "new", "cls": NAME, "args": [...], "kwargs": {...}}``: ``NAME(*args, **kwargs)``;
+- ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
+  "parallel_config": {...}, "device_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
+  the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
+  ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
+- ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
+- ``{"kind": "class", "cls": NAME}``: the class itself (to read class attributes).
+
+VALUE is JSON, with tagged objects decoded first: ``{"__tuple__": [...]}``, ``{"__enum__": NAME, "name":
+MEMBER}``, ``{"__new__": NAME, "args": [...], "kwargs": {...}}``, ``{"__path__": "..."}`` and
+``{"__attention_ops__": true}`` (a fresh copy of ``CompilationConfig._attention_ops``).
+
+OP is ``{"op": NAME, "on": PATH, ...}``; ``on`` is a dotted attribute path from the built object (``""``
+is the object itself; absent means the default target). Operations:
+
+- ``fields``: field names in declaration order and encoded values; ``hash``: ``compute_hash()``;
+  ``repr`` / ``str``;
+- ``call``: ``{"name": METHOD, "args": [...], "kwargs": {...}}``, the encoded return value;
+- ``get``: ``{"name": ATTR}``; ``eq`` / ``ne``: ``{"other": VALUE}``; ``deepcopy_eq``;
+- ``contains``: ``{"value": VALUE}`` (``value in target``); ``pyhash_eq``: ``hash(target) == hash(other)``;
+- ``members``: an enum class's ``__members__`` in order, as ``[name, member]`` pairs;
+- ``init_backend``: ``target.init_backend(None)`` (only meaningful where it fails before using the
+  argument, or returns a backend name);
+- ``same_compilation_config``: for ``vllm`` builds, whether ``VllmConfig`` kept the very object passed in.
+
+Answer::
+
+    {"build": "ok" | ERROR, "stage": STAGE, "ops": [{"ok": ENC} | ERROR, ...], "final": FIELDS}
+
+ERROR is ``{"error": type name, "module": type module, "message": str(e)}``. ``final`` is the ``fields``
+snapshot of the default target after all operations (when it is a dataclass). Encoding (``enc``): an enum
+member is ``{"enum": class, "name": ..., "value": ...}`` (so an ``IntEnum`` and an ``int`` differ),
+dataclasses become field dicts, sets sorted lists, tuples lists, Counters dicts, other objects their
+``repr`` (callables and classes their qualified name).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import enum
+import pathlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+Api = Mapping[str, Any]
+
+# The names a side must provide. Both sides hand in exactly these.
+API_NAMES = (
+    "CompilationConfig",
+    "CompilationMode",
+    "CUDAGraphMode",
+    "PassConfig",
+    "DynamicShapesConfig",
+    "DynamicShapesType",
+    "Range",
+    "OptimizationLevel",
+    "VllmConfig",
+    "SchedulerConfig",
+    "ParallelConfig",
+    "ModelConfig",
+    "DeviceConfig",
+)
+
+
+class HarnessError(Exception):
+    """A malformed request: a bug in the test, never an answer to compare."""
+
+
+def enc(v: Any) -> Any:
+    """Canonical JSON-able encoding of a value (see the module docstring)."""
+    if isinstance(v, enum.Enum):
+        return {"enum": type(v).__name__, "name": v.name, "value": enc(v.value)}
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: enc(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {str(k): enc(x) for k, x in v.items()}
+    if isinstance(v, (set, frozenset)):
+        return [enc(x) for x in sorted(v)]
+    if isinstance(v, (list, tuple)):
+        return [enc(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, type):
+        return {"class": v.__qualname__}
+    if callable(v) and not isinstance(v, pathlib.PurePath):
+        return {"callable": getattr(v, "__qualname__", type(v).__qualname__)}
+    return repr(v)
+
+
+def err(e: BaseException) -> dict[str, str]:
+    return {"error": type(e).__name__, "module": type(e).__module__, "message": str(e)}
+
+
+def decode(api: Api, v: Any) -> Any:
+    """Turns a request VALUE into the Python value it stands for."""
+    if isinstance(v, list):
+        return [decode(api, x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "__tuple__" in v:
+        return tuple(decode(api, x) for x in v["__tuple__"])
+    if "__enum__" in v:
+        return api[v["__enum__"]][v["name"]]
+    if "__new__" in v:
+        cls = api[v["__new__"]]
+        return cls(*decode(api, v.get("args", [])), **decode(api, v.get("kwargs", {})))
+    if "__path__" in v:
+        return pathlib.Path(v["__path__"])
+    if "__attention_ops__" in v:
+        return list(api["CompilationConfig"]._attention_ops)
+    return {k: decode(api, x) for k, x in v.items()}
+
+
+def _fields(obj: Any) -> dict[str, Any]:
+    fs = dataclasses.fields(obj)
+    return {"names": [f.name for f in fs], "values": {f.name: enc(getattr(obj, f.name)) for f in fs}}
+
+
+def _resolve(root: Any, path: str) -> Any:
+    obj = root
+    for part in filter(None, path.split(".")):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
+    kw: dict[str, Any] = dict(decode(api, b.get("kwargs", {})))
+    state["stage"] = "compilation_config"
+    if "compilation_config" in b:
+        cc = decode(api, b["compilation_config"])
+        state["cc"] = cc
+        kw["compilation_config"] = cc
+    state["stage"] = "model_config"
+    if b.get("model") is not None:
+        kw["model_config"] = api["ModelConfig"](**decode(api, b["model"]))
+    for key, cls in (
+        ("scheduler_config", "SchedulerConfig"),
+        ("parallel_config", "ParallelConfig"),
+        ("device_config", "DeviceConfig"),
+    ):
+        state["stage"] = key
+        if key in b:
+            kw[key] = api[cls](**decode(api, b[key]))
+    if "optimization_level" in b:
+        kw["optimization_level"] = decode(api, b["optimization_level"])
+    state["stage"] = "vllm_config"
+    return api["VllmConfig"](**kw)
+
+
+def _build(api: Api, b: dict[str, Any], state: dict[str, Any]) -> tuple[Any, str]:
+    """Returns the built object and the default target path."""
+    kind = b.get("kind")
+    if kind == "new":
+        state["stage"] = "args"
+        cls = api[b["cls"]]
+        args = decode(api, b.get("args", []))
+        kwargs = decode(api, b.get("kwargs", {}))
+        state["stage"] = "construct"
+        return cls(*args, **kwargs), ""
+    if kind == "vllm":
+        return _build_vllm(api, b, state), "compilation_config"
+    if kind == "enum":
+        cls = api[b["enum"]]
+        state["stage"] = "construct"
+        if "name" in b:
+            return cls[b["name"]], ""
+        return cls(decode(api, b["value"])), ""
+    if kind == "class":
+        return api[b["cls"]], ""
+    raise HarnessError(f"unknown build kind {kind!r}")
+
+
+def _public(name: str) -> str:
+    if name.startswith("__"):
+        raise HarnessError(f"dunder {name!r} is not callable through a request")
+    return name
+
+
+def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any:
+    name = op["op"]
+    if name == "fields":
+        return _fields(target)
+    if name == "hash":
+        return target.compute_hash()
+    if name == "repr":
+        return repr(target)
+    if name == "str":
+        return str(target)
+    if name == "call":
+        fn: Callable[..., Any] = getattr(target, _public(op["name"]))
+        return enc(fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {}))))
+    if name == "get":
+        return enc(getattr(target, _public(op["name"])))
+    if name == "eq":
+        return bool(target == decode(api, op["other"]))
+    if name == "ne":
+        return bool(target != decode(api, op["other"]))
+    if name == "deepcopy_eq":
+        return bool(copy.deepcopy(target) == target)
+    if name == "contains":
+        return bool(decode(api, op["value"]) in target)
+    if name == "pyhash_eq":
+        return hash(target) == hash(decode(api, op["other"]))
+    if name == "members":
+        return [[n, enc(m)] for n, m in target.__members__.items()]
+    if name == "init_backend":
+        result = target.init_backend(None)
+        return result if isinstance(result, str) else {"not_a_name": enc(result)}
+    if name == "same_compilation_config":
+        return state.get("cc") is state["root"].compilation_config
+    raise HarnessError(f"unknown op {name!r}")
+
+
+def execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
+    """Runs one request against the classes in `api` and returns its canonical answer."""
+    state: dict[str, Any] = {"stage": "build"}
+    out: dict[str, Any] = {}
+    try:
+        root, default_on = _build(api, req["build"], state)
+    except HarnessError:
+        raise
+    except Exception as e:
+        out["build"] = err(e)
+        out["stage"] = state["stage"]
+        return out
+    state["root"] = root
+    out["build"] = "ok"
+    results: list[Any] = []
+    for op in req.get("ops", []):
+        try:
+            target = _resolve(root, op.get("on", default_on))
+            results.append({"ok": _op(api, op, target, state)})
+        except HarnessError:
+            raise
+        except Exception as e:
+            results.append(err(e))
+    out["ops"] = results
+    if req.get("final", True):
+        try:
+            target = _resolve(root, default_on)
+            if dataclasses.is_dataclass(target) and not isinstance(target, type):
+                out["final"] = _fields(target)
+        except Exception as e:
+            out["final"] = err(e)
+    return out
+
+
+def api_from_module(module: Any, **extra: Any) -> dict[str, Any]:
+    """The class table from a module that exports the API names (plus overrides)."""
+    api = {n: getattr(module, n) for n in API_NAMES if hasattr(module, n)}
+    api.update(extra)
+    return api
