@@ -70,12 +70,19 @@ def test_a_fresh_process_loads_everything_and_compiles_nothing(cache_dir: str) -
 
 
 @pytest.mark.slow
-def test_disable_compile_cache_switch(cache_dir: str) -> None:
-    result = _fresh_process(cache_dir, "4", COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE="1")
-    counters = result["report"]["counters"]
-    assert counters["num_cache_entries_updated"] == 0
-    assert counters["num_compiled_artifacts_saved"] == 0
-    assert not (Path(result["report"]["local_cache_dir"]) / "vllm_compile_cache.py").exists()
+def test_disable_compile_cache_switch(cache_dir: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE", "1")
+    config = CompilationConfig(
+        mode=3, backend="inductor", cache_dir=cache_dir, splitting_ops=["silly::attention"]
+    )
+    model = compile_model(config, model="single-attention", max_num_tokens=8)
+    assert model.run(4)["max_abs_diff_vs_eager"] == 0.0
+    report = model.report()
+    assert report["counters"]["num_inductor_compiles"] == 2
+    assert report["counters"]["num_cache_entries_updated"] == 0
+    assert report["counters"]["num_compiled_artifacts_saved"] == 0
+    assert not (Path(report["local_cache_dir"]) / "vllm_compile_cache.py").exists()
+    assert report["cache_enabled"] is False
 
 
 def _eager_config(cache_dir: str) -> CompilationConfig:
