@@ -28,6 +28,19 @@ defmodule CompilationBridge.CompileTest do
     assert is_float(time)
   end
 
+  test "snakebridge.stream delivers the chunks of a streaming call" do
+    {:ok, cc} = CC.new(mode: 0)
+
+    assert {:ok, chunks} =
+             SnakeBridge.Runtime.stream(Compile, :compile_model, [cc],
+               max_num_tokens: 4,
+               num_layers: 1
+             )
+
+    assert %{"event" => "result", "result" => %SnakeBridge.Ref{type_name: "CompiledModel"}} =
+             List.last(chunks)
+  end
+
   test "bad compile input is an error tuple" do
     {:ok, cc} = CC.new(mode: 0)
 

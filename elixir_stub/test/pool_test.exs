@@ -163,6 +163,19 @@ defmodule CompilationBridge.PoolTest do
     assert Process.alive?(Process.whereis(Pool.server(:never)))
   end
 
+  test "stopping a pool ends its Python processes" do
+    [worker] = start_pool(:stops, env: [{"SNAKEPIT_LOG_LEVEL", "error"}])
+    {:ok, _cc} = CC.new(on_pool(:stops))
+    :ok = stop_supervised({Pool, :stops})
+
+    wait_until(fn ->
+      match?(
+        {_, 1},
+        System.cmd("kill", ["-0", Integer.to_string(worker.os_pid)], stderr_to_stdout: true)
+      )
+    end)
+  end
+
   test "an unknown pool is a pool error" do
     assert {:error, %Snakepit.Error{category: :pool, message: "Pool request failed"}} =
              CC.new(on_pool(:no_such_pool))

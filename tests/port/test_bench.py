@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from compilation_bridge.commands import bench_port
 
 
-def test_measure_returns_both_sides_and_the_ratio(capsys) -> None:
+def test_measure_returns_both_sides_and_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
     result = bench_port.measure(iterations=3, warmup=1)
     assert set(result) >= {"port", "grpc", "p50_ratio", "p99_ratio", "target_ratio"}
     assert result["port"]["p50_us"] > 0 and result["grpc"]["p50_us"] > 0
