@@ -307,3 +307,14 @@ def test_stream_of_a_plain_function(dispatcher: Dispatcher) -> None:
         )
     )
     assert len(items) == 1 and items[0]["type_name"] == "Range"
+
+
+def test_surface_warm_up_runs_only_when_asked() -> None:
+    from compilation_bridge.surface import ExposedModule, Surface
+
+    calls: list[str] = []
+    surface = Surface([ExposedModule("m", lambda: {"x": 1}, warm=lambda: calls.append("warm"))])
+    surface.load_module("m")
+    assert calls == [] and surface.module_attr("m", "x") == 1
+    surface.load_module("m", warm=True)
+    assert calls == ["warm"]

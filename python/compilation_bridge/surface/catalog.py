@@ -148,6 +148,10 @@ def _compile_progress() -> Any:
     return importlib.import_module(f"{COMPILE_PACKAGE}.progress").collect
 
 
+def _compile_warm() -> None:
+    importlib.import_module(COMPILE_PACKAGE).preload()
+
+
 def _compile_types() -> Iterable[ExposedType]:
     module = importlib.import_module(COMPILE_PACKAGE)
     compiled = getattr(module, "CompiledModel", None)
@@ -184,7 +188,9 @@ def default_surface() -> Surface:
         for name, names in VLLM_MODULES.items()
     ]
     progress = _compile_progress
-    modules.append(ExposedModule(COMPILE_PACKAGE, _compile_loader, _compile_types, progress=progress))
+    modules.append(
+        ExposedModule(COMPILE_PACKAGE, _compile_loader, _compile_types, progress=progress, warm=_compile_warm)
+    )
     if os.environ.get("COMPILATION_BRIDGE_TEST_HOOKS") == "1":  # see surface/testing.py
         modules.append(ExposedModule("compilation_bridge.testing", _testing_loader))
     return Surface(modules, value_check=check_size_value)

@@ -89,6 +89,8 @@ class ExposedModule:
     # For modules whose functions report progress: returns the hook, a context manager factory taking
     # a callback that the work calls with each event dict on its own thread.
     progress: Callable[[], Any] | None = None
+    # Extra start-up work for `Surface.load_module(..., warm=True)` (compile: import Dynamo/Inductor).
+    warm: Callable[[], None] | None = None
     _attrs: dict[str, Any] | None = field(default=None, repr=False)
 
 
@@ -125,9 +127,12 @@ class Surface:
                     module._attrs = attrs
         return module, module._attrs
 
-    def load_module(self, name: str) -> None:
-        """Import an exposed module now (the worker warms the config model up once it is ready)."""
-        self._module_attrs(name)
+    def load_module(self, name: str, warm: bool = False) -> None:
+        """Import an exposed module now (the worker warms the config model up once it is ready);
+        `warm` also runs the module's own warm-up, if it has one."""
+        module, _attrs = self._module_attrs(name)
+        if warm and module.warm is not None:
+            module.warm()
 
     def progress_hook(self, module_name: Any) -> Any:
         module, _attrs = self._module_attrs(module_name)

@@ -31,6 +31,7 @@ from compilation_bridge.transport.servicer import BridgeServicer
 log = logging.getLogger("compilation_bridge.transport")
 
 SERVICE_NAME = "snakepit.bridge.BridgeService"
+COMPILE_MODULE = "compilation_bridge.compile"
 STOP_GRACE_S = 0.5
 # Threads beyond the tool cap, for Ping/Heartbeat/session RPCs and the telemetry streams.
 SPARE_THREADS = 8
@@ -94,14 +95,18 @@ def _add_health_and_reflection(server: grpc.Server) -> None:
     assert pb.DESCRIPTOR.services_by_name["BridgeService"].full_name == SERVICE_NAME
 
 
-def _warm_up(dispatcher: Dispatcher) -> None:
-    """Import the configuration model after readiness, so the first call does not pay for it."""
+def _warm_up(dispatcher: Dispatcher, compile_too: bool) -> None:
+    """Import the configuration model after readiness, so the first call does not pay for it; with
+    COMPILATION_BRIDGE_PRELOAD_COMPILE=1 also torch, Dynamo and Inductor (hundreds of MiB: opt-in)."""
+    surface = dispatcher.surface
     try:
-        for name in dispatcher.surface.module_names():
+        for name in surface.module_names():
             if name.startswith("vllm."):
-                dispatcher.surface.load_module(name)
+                surface.load_module(name)
+        if compile_too:
+            surface.load_module(COMPILE_MODULE, warm=True)
     except Exception:
-        log.exception("warm-up of the configuration model failed; calls will report the error")
+        log.exception("warm-up failed; calls that need it will report the error")
 
 
 def serve(options: ServeOptions) -> int:
@@ -122,7 +127,8 @@ def serve(options: ServeOptions) -> int:
         write_ready_file(options.ready_file, running.port)
     log.info("serving on %s:%d (pid %d, run id %s)", options.host, running.port, os.getpid(), options.run_id)
     heartbeat = _start_heartbeat(options, running.servicer, stop)
-    threading.Thread(target=_warm_up, args=(dispatcher,), name="warm-up", daemon=True).start()
+    compile_too = os.environ.get("COMPILATION_BRIDGE_PRELOAD_COMPILE", "").strip() in ("1", "true", "yes")
+    threading.Thread(target=_warm_up, args=(dispatcher, compile_too), name="warm-up", daemon=True).start()
     while not stop.wait(0.05):
         pass
     log.info("stopping")
