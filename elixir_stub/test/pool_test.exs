@@ -176,6 +176,10 @@ defmodule CompilationBridge.PoolTest do
     end)
   end
 
+  test "a call without a deadline (timeout: :infinity) is served" do
+    assert {:ok, %Ref{}} = CC.new(__runtime__: [timeout: :infinity])
+  end
+
   test "an unknown pool is a pool error" do
     assert {:error, %Snakepit.Error{category: :pool, message: "Pool request failed"}} =
              CC.new(on_pool(:no_such_pool))

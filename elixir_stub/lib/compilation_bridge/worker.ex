@@ -105,7 +105,10 @@ defmodule CompilationBridge.Worker do
     case encode_request(id, tool, payload, state.session) do
       {:ok, body} ->
         Port.command(state.port, body)
-        timer = Process.send_after(self(), {:request_timeout, id}, timeout)
+
+        timer =
+          if timeout != :infinity, do: Process.send_after(self(), {:request_timeout, id}, timeout)
+
         current = %{id: id, from: from, timer: timer, chunks: []}
         {:noreply, %{state | next_id: id + 1, current: current}}
 
@@ -115,6 +118,12 @@ defmodule CompilationBridge.Worker do
         Pool.checkin(state.pool, state.index)
         {:noreply, state}
     end
+  end
+
+  # The pool never sends a request to a busy worker; if one arrives anyway it is refused, not queued.
+  def handle_cast({:dispatch, from, _tool, _payload, _timeout}, state) do
+    GenServer.reply(from, {:error, :worker_busy})
+    {:noreply, state}
   end
 
   @impl true
@@ -188,7 +197,7 @@ defmodule CompilationBridge.Worker do
   defp finish(%{current: nil} = state, _result), do: state
 
   defp finish(%{current: current} = state, result) do
-    Process.cancel_timer(current.timer)
+    if current.timer, do: Process.cancel_timer(current.timer)
     GenServer.reply(current.from, result)
     # The pool learns the worker is free before it can learn that it stopped (same sender).
     Pool.checkin(state.pool, state.index)

@@ -67,6 +67,9 @@ defmodule Snakepit.Error do
   def normalize_public_error(:pool_not_found, metadata),
     do: pool_error("Pool not found", Map.put(metadata, :reason, :pool_not_found))
 
+  def normalize_public_error(:worker_busy, metadata),
+    do: pool_error("Preferred worker is busy", Map.put(metadata, :reason, :worker_busy))
+
   def normalize_public_error(:no_workers_available, metadata),
     do: pool_error("No workers available", Map.put(metadata, :reason, :no_workers_available))
 
