@@ -55,6 +55,42 @@ def is_compile_cache_enabled(inductor_config: dict[str, Any]) -> bool:
     )
 
 
+GRAPH_PASS_KEYS = (
+    "post_grad_custom_pre_pass",
+    "post_grad_custom_post_pass",
+    "joint_custom_pre_pass",
+    "joint_custom_post_pass",
+)
+
+
+def with_graph_passes(config: dict[str, Any], compile_range: Range) -> dict[str, Any]:
+    """The config's passes as Inductor `CustomGraphPass`es whose uuid includes the compile range.
+
+    Inductor caches (and `standalone_compile` can save) a graph only when every custom pass is a
+    `CustomGraphPass`; the config's `InductorPass` objects have a `uuid()` but not the type. The range in
+    the uuid gives every range its own Inductor cache key, as vLLM's pass manager does, so the passes
+    run for every range instead of being skipped by a cache hit from another range.
+    """
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class _GraphPass(CustomGraphPass):
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def __call__(self, graph: torch.fx.graph.Graph) -> None:
+            self.inner(graph)
+
+        def uuid(self) -> Any:
+            return (self.inner.uuid(), str(compile_range))
+
+    out = dict(config)
+    for key in GRAPH_PASS_KEYS:
+        value = out.get(key)
+        if value is not None and hasattr(value, "uuid"):
+            out[key] = _GraphPass(value)
+    return out
+
+
 class CompilerInterface:
     name = "interface"
 
@@ -124,7 +160,7 @@ class InductorStandaloneAdaptor(CompilerInterface):
         from torch._inductor import standalone_compile
 
         bump(counter, "num_inductor_compiles")
-        config = dict(compiler_config)
+        config = with_graph_passes(compiler_config, compile_range)
         if compile_range.is_single_size():
             # vLLM turns autotuning on for exact sizes; on CPU it costs minutes per piece, so it is off
             # unless the operator asks for it.
