@@ -176,6 +176,19 @@ defmodule CompilationBridge.PoolTest do
     end)
   end
 
+  test "a request over the frame limit is refused before it is sent; the worker stays" do
+    [worker] = start_pool(:small_frames, max_frame_bytes: 4096)
+    too_big = String.duplicate("x", 5000)
+
+    assert {:error,
+            %Snakepit.Error{category: :pool, details: %{reason: {:frame_too_large, _, 4096}}}} =
+             CC.new(on_pool(:small_frames) ++ [cache_dir: too_big])
+
+    assert {:ok, %Ref{}} = CC.new(on_pool(:small_frames) ++ [cache_dir: "/tmp/small"])
+    assert [%{os_pid: pid}] = Pool.info(:small_frames).workers
+    assert pid == worker.os_pid
+  end
+
   test "a call without a deadline (timeout: :infinity) is served" do
     assert {:ok, %Ref{}} = CC.new(__runtime__: [timeout: :infinity])
   end

@@ -102,7 +102,7 @@ defmodule CompilationBridge.Worker do
   def handle_cast({:dispatch, from, tool, payload, timeout}, %{current: nil} = state) do
     id = state.next_id
 
-    case encode_request(id, tool, payload, state.session) do
+    case encode_request(id, tool, payload, state.session, state.options.max_frame_bytes) do
       {:ok, body} ->
         Port.command(state.port, body)
 
@@ -206,8 +206,14 @@ defmodule CompilationBridge.Worker do
 
   # ------------------------------------------------------------------------------------ the port
 
-  defp encode_request(id, tool, payload, session) do
-    {:ok, Frame.request!(id, tool, payload, session)}
+  # A frame over the limit would make the Python side stop reading (it cannot skip it safely), so it
+  # is refused here and the worker stays usable.
+  defp encode_request(id, tool, payload, session, max_bytes) do
+    body = Frame.request!(id, tool, payload, session)
+
+    if byte_size(body) <= max_bytes,
+      do: {:ok, body},
+      else: {:error, {:frame_too_large, byte_size(body), max_bytes}}
   rescue
     error in ArgumentError -> {:error, {:unencodable, Exception.message(error)}}
   end
