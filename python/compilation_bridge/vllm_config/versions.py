@@ -21,5 +21,8 @@ def is_torch_equal_or_newer_than(torch_version_text: str, target: str) -> bool:
     return version.parse(torch_version_text) >= version.parse(target)
 
 
+@functools.cache
 def is_torch_equal_or_newer(target: str) -> bool:
+    # Cached: the installed torch does not change while the process runs, and every config
+    # construction asks (parsing versions was a large share of construction time).
     return is_torch_equal_or_newer_than(torch_version(), target)
