@@ -10,7 +10,7 @@ This module imports neither vLLM nor the product: it only sees the classes it is
 
 Request::
 
-    {"build": BUILD, "ops": [OP, ...], "final": true}
+    {"build": BUILD, "ops": [OP, ...], "final": true, "env": {NAME: VALUE | null}}
 
 BUILD is one of:
 
@@ -55,6 +55,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import os
 import pathlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -229,7 +230,27 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
 
 
 def execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
-    """Runs one request against the classes in `api` and returns its canonical answer."""
+    """Runs one request against the classes in `api` and returns its canonical answer, with the
+    request's ``env`` (name -> value, or null to unset) in ``os.environ`` meanwhile."""
+    env: dict[str, str | None] = req.get("env") or {}
+    saved = {k: os.environ.get(k) for k in env}
+    try:
+        for k, v in env.items():
+            _setenv(k, v)
+        return _execute(api, req)
+    finally:
+        for k, v in saved.items():
+            _setenv(k, v)
+
+
+def _setenv(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
+def _execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
     state: dict[str, Any] = {"stage": "build"}
     out: dict[str, Any] = {}
     try:
