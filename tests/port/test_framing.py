@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import msgpack
+import pytest
 from tests.port.conftest import call_payload, request, run_in_process
 
 from compilation_bridge.protocol.dispatch import Dispatcher
@@ -181,3 +183,29 @@ def test_the_real_stream_tool_reports_bad_input_as_an_error_reply() -> None:
 def test_frames_round_trip_through_encode_frame() -> None:
     frame = encode_frame({"id": 1, "ok": True, "result": {"a": [1, 2.5, None, True, "x"]}})
     assert HEADER.unpack(frame[:4])[0] == len(frame) - 4
+
+
+class RecordingSurface:
+    def __init__(self) -> None:
+        self.loaded: list[tuple[str, bool]] = []
+
+    def module_names(self) -> list[str]:
+        return ["vllm.config", "compilation_bridge.compile"]
+
+    def load_module(self, name: str, warm: bool = False) -> None:
+        self.loaded.append((name, warm))
+
+
+def test_config_model_loads_before_ready_and_compile_preload_is_opt_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for preload, expected in (("", []), ("1", [("compilation_bridge.compile", True)])):
+        monkeypatch.setenv("COMPILATION_BRIDGE_PRELOAD_COMPILE", preload)
+        dispatcher = Dispatcher()
+        surface = RecordingSurface()
+        dispatcher.surface = surface  # type: ignore[assignment]
+        run_in_process(b"", dispatcher)
+        deadline = time.monotonic() + 5
+        while len(surface.loaded) < 1 + len(expected) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert surface.loaded == [("vllm.config", False), *expected]

@@ -29,6 +29,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -46,6 +47,8 @@ DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024
 # Exit statuses the Elixir side can tell apart from a crash.
 EXIT_OK = 0
 EXIT_BAD_STREAM = 3
+PRELOAD_ENV = "COMPILATION_BRIDGE_PRELOAD_COMPILE"
+COMPILE_MODULE = "compilation_bridge.compile"
 
 
 class FrameError(ValueError):
@@ -170,13 +173,24 @@ class PortServer:
             self.handle(body)
 
     def warm_up(self) -> None:
-        """Import the configuration model before announcing readiness, so no call pays for it."""
+        """Import the configuration model before announcing readiness, so no call pays for it; with
+        COMPILATION_BRIDGE_PRELOAD_COMPILE=1 (as for the gRPC worker) torch, Dynamo and Inductor load
+        on a background thread after readiness."""
+        surface = self.dispatcher.surface
         try:
-            for name in self.dispatcher.surface.module_names():
+            for name in surface.module_names():
                 if name.startswith("vllm."):
-                    self.dispatcher.surface.load_module(name)
+                    surface.load_module(name)
         except Exception:
             log.exception("warm-up of the configuration model failed; calls will report the error")
+        if os.environ.get(PRELOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
+            threading.Thread(target=self._preload_compile, name="warm-up", daemon=True).start()
+
+    def _preload_compile(self) -> None:
+        try:
+            self.dispatcher.surface.load_module(COMPILE_MODULE, warm=True)
+        except Exception:
+            log.exception("preloading the compile stack failed; compile calls will report the error")
 
     def handle(self, body: bytes) -> None:
         message: dict[str, Any] = {}
