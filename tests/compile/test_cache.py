@@ -134,3 +134,33 @@ def test_default_cache_dir_is_under_the_user_cache(monkeypatch: pytest.MonkeyPat
     finally:
         monkeypatch.undo()
         reload_settings()
+
+
+def test_compiling_one_config_again_finds_the_same_cache(cache_dir: str) -> None:
+    config = _eager_config(cache_dir)
+    first = compile_model(config, model="toy-llama", max_num_tokens=8, num_layers=1, hidden_size=16)
+    again = compile_model(config, model="toy-llama", max_num_tokens=8, num_layers=1, hidden_size=16)
+    assert config.enabled_custom_ops["rms_norm"] == 6  # the counters accumulate, as in vLLM
+    assert first.report()["cache_status"] == "new"
+    assert again.report()["cache_status"] == "reused"
+    assert again.report()["local_cache_dir"] == first.report()["local_cache_dir"]
+
+
+@pytest.mark.slow
+def test_a_vllm_config_finds_its_cache_in_a_fresh_process(cache_dir: str) -> None:
+    script = (
+        "import sys\n"
+        "from compilation_bridge.compile import compile_model\n"
+        "from compilation_bridge.vllm_config import CompilationConfig, VllmConfig\n"
+        "compilation = CompilationConfig(mode=3, backend='eager', cache_dir=sys.argv[1])\n"
+        "config = VllmConfig(compilation_config=compilation)\n"
+        "config.compilation_config.mode = 3\n"
+        "print(compile_model(config, model='single-attention').report()['cache_status'])\n"
+    )
+    statuses = [
+        subprocess.run(
+            [sys.executable, "-c", script, cache_dir], capture_output=True, text=True, check=True, timeout=300
+        ).stdout.split()[-1]
+        for _ in range(2)
+    ]
+    assert statuses == ["new", "reused"]

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ class VllmBackend:
         traced_files: Sequence[str] = (),
         counter: CompilationCounter | None = None,
         device: torch.device | None = None,
+        custom_op_counts: tuple[Counter[str], Counter[str]] | None = None,
     ) -> None:
         if plan.mode != CompilationMode.VLLM_COMPILE:
             raise ValueError(f"VllmBackend compiles mode VLLM_COMPILE only, got {plan.mode.name}")
@@ -70,6 +72,7 @@ class VllmBackend:
         self.traced_files = sorted(set(traced_files))
         self.counter = counter or CompilationCounter()
         self.device = device or torch.device("cpu")
+        self.custom_op_counts = custom_op_counts
         self.compiler_manager = CompilerManager(
             plan.backend, plan.compilation_config.compile_cache_save_format, self.counter
         )
@@ -87,7 +90,17 @@ class VllmBackend:
 
     def _config_hash(self) -> str:
         cc = self.plan.compilation_config
-        own = self.plan.vllm_config.compute_hash() if self.plan.vllm_config is not None else cc.compute_hash()
+        saved = cc.enabled_custom_ops, cc.disabled_custom_ops
+        if self.custom_op_counts is not None:
+            # The hash includes the custom-op counters (as vLLM's). They accumulate when one config
+            # builds several models; hashing this model's own counts gives the value a fresh process
+            # would compute, so compiling the same config and model again finds the same cache.
+            cc.enabled_custom_ops, cc.disabled_custom_ops = self.custom_op_counts
+        try:
+            config = self.plan.vllm_config if self.plan.vllm_config is not None else cc
+            own = config.compute_hash()
+        finally:
+            cc.enabled_custom_ops, cc.disabled_custom_ops = saved
         factors = {"config": own, "plan": self.plan.factors(), **self.extra_factors}
         return _sha256(json.dumps(factors, sort_keys=True, default=str))
 

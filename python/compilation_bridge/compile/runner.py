@@ -13,6 +13,7 @@ import importlib
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -249,8 +250,10 @@ def compile_model(
     plan = make_plan(config, max_num_tokens)
     cc = plan.compilation_config
     device = _device()
+    enabled_before, disabled_before = Counter(cc.enabled_custom_ops), Counter(cc.disabled_custom_ops)
     with ops.custom_op_context(plan.custom_ops, cc):
         module = models.build_model(model, seed, **model_size_options)
+    own_counts = (cc.enabled_custom_ops - enabled_before, cc.disabled_custom_ops - disabled_before)
     module = module.to(device).eval()
     counter = CompilationCounter()
     backend: VllmBackend | None = None
@@ -264,6 +267,7 @@ def compile_model(
             traced_files=[f for f in source_files if Path(f).is_file()],
             counter=counter,
             device=device,
+            custom_op_counts=own_counts,
         )
         backend.prepare()  # every path is checked now, before anything is traced or written
         target = backend
