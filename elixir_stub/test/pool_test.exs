@@ -5,6 +5,9 @@ defmodule CompilationBridge.PoolTest do
   """
   use ExUnit.Case, async: true
 
+  # The failures here are deliberate; their log lines would only hide real ones.
+  @moduletag capture_log: true
+
   import CompilationBridge.TestSupport
 
   alias CompilationBridge.Pool
