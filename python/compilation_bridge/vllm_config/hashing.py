@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import hashlib
 import json
 import pathlib
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any, TypeVar
 
@@ -46,6 +48,15 @@ def normalize_value(x: Any) -> Any:
     """A JSON-able, stable stand-in for `x`, case by case as vLLM's `normalize_value`."""
     if x is None or isinstance(x, (bool, int, float, str)):
         return x  # IntEnum and str-Enum members are ints and strs here, as in vLLM
+    # Exact builtin containers end in the same branch below; going there directly skips the
+    # attribute probes (config hashing is on the RPC hot path).
+    kind = type(x)
+    if kind is list or kind is tuple:
+        return tuple(normalize_value(v) for v in x)
+    if kind is dict or kind is Counter:
+        return tuple(sorted((str(k), normalize_value(v)) for k, v in x.items()))
+    if kind is set or kind is frozenset:
+        return tuple(sorted(repr(normalize_value(v)) for v in x))
     if isinstance(x, enum.Enum):
         return (qualified_name(type(x)), normalize_value(x.value))
     if isinstance(x, type):
@@ -82,10 +93,14 @@ def normalize_value(x: Any) -> Any:
     )
 
 
+@functools.cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def get_hash_factors(config: Any, ignored_factors: Set[str] | Sequence[str]) -> dict[str, object]:
     factors: dict[str, object] = {}
-    for dc_field in dataclasses.fields(config):
-        factor = dc_field.name
+    for factor in _field_names(type(config)):
         if factor in ignored_factors:
             continue
         value = getattr(config, factor, None)
