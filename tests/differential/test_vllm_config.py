@@ -36,6 +36,8 @@ AFTER = [
     op("same_compilation_config"),
     op("hash", on="compilation_config.pass_config"),
     op("hash", on="compilation_config.dynamic_shapes_config"),
+    *[call("pad_for_cudagraph", n, on="") for n in (0, 1, 3, 17, 256, 257)],
+    call("compile_debug_dump_path", on=""),
     POST_INIT,
     FIELDS,
     HASH,
@@ -389,3 +391,22 @@ def test_compilation_config_as_dict(check: Any, platform: str) -> None:
 def test_scheduler_errors(check: Any, platform: str, sched: dict[str, Any]) -> None:
     """SchedulerConfig's own checks, as a stage of building the VllmConfig."""
     check_vllm(check, platform, {}, scheduler_config=scheduler(**sched))
+
+
+SUB_CONFIGS = ("model_config", "scheduler_config", "parallel_config", "device_config", "cache_config")
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+@pytest.mark.parametrize(
+    "cc",
+    [{}, {"mode": 3}, {"mode": 0}, {"custom_ops": ["all"]}, {"debug_dump_path": "dump"}],
+    ids=repr,
+)
+def test_vllm_config_hash(check: Any, platform: str, model: str, cc: dict[str, Any]) -> None:
+    """``VllmConfig.compute_hash()`` (10 hex characters over vLLM's version and every sub-config's hash)
+    and the hashes of the sub-configs it combines."""
+    ops = [
+        call("compute_hash", on=""),
+        *[op("hash", on=c) for c in SUB_CONFIGS if MODELS[model] or c != "model_config"],
+    ]
+    check(platform, vllm_request(cc, model=MODELS[model], ops=ops))
