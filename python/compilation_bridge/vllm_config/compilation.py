@@ -11,7 +11,6 @@ operator's allowlist, and sizes that drive allocations are capped (`limits.MAX_S
 
 import functools
 import importlib
-import os
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import field
@@ -24,6 +23,7 @@ from pydantic.dataclasses import dataclass
 from compilation_bridge.settings import ALLOWED_CALLABLES_ENV, get_settings
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode
+from compilation_bridge.vllm_config.env import env_with_choices
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 from compilation_bridge.vllm_config.inductor_pass import CallableInductorPass, InductorPass
 from compilation_bridge.vllm_config.limits import check_size, check_sizes
@@ -53,15 +53,8 @@ def set_vllm_backend_factory(factory: Callable[[Any], Any] | None) -> None:
     _vllm_backend_factory = factory
 
 
-def _default_save_format() -> str:
-    # vLLM's env_with_choices("VLLM_COMPILE_CACHE_SAVE_FORMAT", "binary", ["binary", "unpacked"]).
-    value = os.environ.get("VLLM_COMPILE_CACHE_SAVE_FORMAT", "binary")
-    if value not in SAVE_FORMATS:
-        raise ValueError(
-            f"Invalid value '{value}' for VLLM_COMPILE_CACHE_SAVE_FORMAT. "
-            f"Valid options: {list(SAVE_FORMATS)}."
-        )
-    return value
+def _default_save_format() -> str | None:
+    return env_with_choices("VLLM_COMPILE_CACHE_SAVE_FORMAT", "binary", SAVE_FORMATS)
 
 
 def resolve_allowed_callable(qualname: str, what: str) -> Any:

@@ -6,12 +6,14 @@ a data-parallel master port is never opened (it is not part of any hash or compi
 """
 
 import os
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
+from compilation_bridge.vllm_config.env import env_with_choices
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
+from compilation_bridge.vllm_config.logs import warning_once
 from compilation_bridge.vllm_config.platforms import current_platform
 
 ExpertPlacementStrategy = Literal["linear", "round_robin"]
@@ -189,6 +191,13 @@ class ParallelConfig:
         return hash_factors(get_hash_factors(self, _IGNORED_HASH_FACTORS))
 
     def __post_init__(self) -> None:
+        all2all_from_env = env_with_choices("VLLM_ALL2ALL_BACKEND", None, get_args(All2AllBackend))
+        if all2all_from_env is not None:
+            warning_once(
+                "VLLM_ALL2ALL_BACKEND environment variable is deprecated and will be removed in v0.15.0. "
+                "Please use the --all2all-backend command-line argument instead."
+            )
+            self.all2all_backend = all2all_from_env
         self.world_size = (
             self.pipeline_parallel_size * self.tensor_parallel_size * self.prefill_context_parallel_size
         )
