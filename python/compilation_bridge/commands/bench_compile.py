@@ -3,7 +3,7 @@
 `bench_compile()` starts two fresh processes on the same new cache directory: the first compiles
 everything (cold: an empty compile cache and an empty Inductor cache), the second finds the artifacts
 and loads them (warm). Each reports the time from `compile_model` to the end of the first run of every
-token count. The warm process then times compiled and eager forwards (median of `repeats`).
+token count. The warm process then times compiled and eager forwards, alternately (medians).
 Figures are printed, never asserted: this is a benchmark, not a test.
 
     python -m compilation_bridge.commands.bench_compile --model toy-llama --tokens 1,16,64
@@ -43,17 +43,13 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     compile_s = time.perf_counter() - start
     timings = []
     if spec["repeats"]:
-        device = model.device
         with torch.no_grad():
             for n in spec["tokens"]:
-                inputs = model.model.example_inputs(n, device)
-                timings.append(
-                    {
-                        "num_tokens": n,
-                        "compiled_ms": _median_ms(lambda i=inputs: model.forward(*i), spec["repeats"]),
-                        "eager_ms": _median_ms(lambda i=inputs: model.model(*i), spec["repeats"]),
-                    }
+                inputs = model.model.example_inputs(n, model.device)
+                compiled, eager = _interleaved_ms(
+                    lambda i=inputs: model.forward(*i), lambda i=inputs: model.model(*i), spec["repeats"]
                 )
+                timings.append({"num_tokens": n, "compiled_ms": compiled, "eager_ms": eager})
     report = model.report()
     return {
         "compile_and_first_runs_s": compile_s,
@@ -63,13 +59,18 @@ def _child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _median_ms(fn: Any, repeats: int) -> float:
-    samples = []
+def _interleaved_ms(first: Any, second: Any, repeats: int) -> tuple[float, float]:
+    """Median milliseconds of two callables timed alternately, so both see the same machine load."""
+    for _ in range(3):  # warm-up
+        first()
+        second()
+    a, b = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1e3
+        for fn, samples in ((first, a), (second, b)):
+            start = time.perf_counter()
+            fn()
+            samples.append(time.perf_counter() - start)
+    return statistics.median(a) * 1e3, statistics.median(b) * 1e3
 
 
 def _spawn(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
