@@ -95,6 +95,7 @@ def bench_compile(
     config: dict[str, Any] | None = None,
     repeats: int = 30,
     out: TextIO | None = None,
+    threads: int | None = None,
     **options: Any,
 ) -> dict[str, Any]:
     """Measure and print cold vs warm compile and compiled vs eager run time; return the figures."""
@@ -110,9 +111,13 @@ def bench_compile(
         }
         # Inductor's own cache starts empty too, so "cold" really compiles every kernel.
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor")}
+        if threads:
+            # On a shared machine, OpenMP kernels with more threads than free cores stall; one thread
+            # gives comparable figures for compiled and eager.
+            env["OMP_NUM_THREADS"] = str(threads)
         cold = _spawn(spec, env)
         warm = _spawn({**spec, "repeats": repeats}, env)
-    figures = {"cold": cold, "warm": warm}
+    figures = {"cold": cold, "warm": warm, "threads": env.get("OMP_NUM_THREADS", "default")}
     print_figures(figures, model, out)
     return figures
 
@@ -122,7 +127,8 @@ def print_figures(figures: dict[str, Any], model: str, out: TextIO) -> None:
     c, w = cold["report"], warm["report"]
     speedup = cold["compile_and_first_runs_s"] / max(warm["compile_and_first_runs_s"], 1e-9)
     print(
-        f"{model}: {c['mode']} with {c['backend']}, {c['num_pieces']} pieces, ranges {c['compile_ranges']}",
+        f"{model}: {c['mode']} with {c['backend']}, {c['num_pieces']} pieces, ranges {c['compile_ranges']}, "
+        f"OMP threads {figures.get('threads', 'default')}",
         file=out,
     )
     for name, fig, rep in (("cold", cold, c), ("warm", warm, w)):
@@ -151,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config", default=json.dumps(DEFAULT_CONFIG), help="CompilationConfig keywords as JSON"
     )
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--threads", type=int, help="OMP_NUM_THREADS for the measured processes")
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args(argv)
     if args.child:
@@ -158,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     options = {k: json.loads(v) for k, _, v in (o.partition("=") for o in args.option)}
     tokens = tuple(int(t) for t in args.tokens.split(","))
-    bench_compile(args.model, tokens, json.loads(args.config), args.repeats, **options)
+    bench_compile(args.model, tokens, json.loads(args.config), args.repeats, threads=args.threads, **options)
     return 0
 
 
