@@ -54,8 +54,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if here in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.differential)
-            # repr() of a config whose mode is a raw int warns in pydantic's serializer, in vLLM too
-            item.add_marker(pytest.mark.filterwarnings("ignore:Pydantic serializer warnings"))
+            if config.pluginmanager.has_plugin("warnings"):
+                # repr() of a config whose mode is a raw int warns in pydantic's serializer, in vLLM too
+                item.add_marker(pytest.mark.filterwarnings("ignore:Pydantic serializer warnings"))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -10,7 +10,12 @@ import os
 from typing import Any
 
 import pytest
-from config_strategies import compilation_kwargs, vllm_surroundings
+from config_strategies import (
+    compilation_kwargs,
+    dynamic_shapes_configs,
+    pass_configs,
+    vllm_surroundings,
+)
 from diff_harness import (
     FIELDS,
     HASH,
@@ -41,6 +46,9 @@ OP_NAMES = ("rms_norm", "quant_fp8", "silu_and_mul", "x")
 STANDALONE_KWARGS = compilation_kwargs(invalid_share=3)
 VLLM_KWARGS = compilation_kwargs(invalid_share=40)
 SURROUNDINGS = vllm_surroundings()
+OTHER_KWARGS = compilation_kwargs(invalid_share=0)
+PASS_KWARGS = pass_configs(invalid_share=3).filter(lambda v: isinstance(v, dict) and "__new__" not in v)
+DSC_KWARGS = dynamic_shapes_configs(invalid_share=3).filter(lambda v: isinstance(v, dict))
 
 
 @st.composite
@@ -58,6 +66,9 @@ def standalone_requests(draw: st.DrawFn) -> dict[str, Any]:
         call("is_attention_compiled_piecewise"),
         call("is_custom_op_enabled", draw(st.sampled_from(OP_NAMES))),
         op("eq", other={"__new__": "CompilationConfig", "kwargs": {}}),
+        op("eq", other={"__new__": "CompilationConfig", "kwargs": kwargs}),
+        op("eq", other={"__new__": "CompilationConfig", "kwargs": draw(OTHER_KWARGS)}),
+        op("deepcopy_eq"),
         op("hash", on="pass_config"),
         op("hash", on="dynamic_shapes_config"),
         POST_INIT,
@@ -116,6 +127,27 @@ def test_random_vllm_configs(check: Any, plat: str) -> None:
 
     @SETTINGS
     @given(vllm_requests())
+    def run(req: dict[str, Any]) -> None:
+        check(plat, req)
+
+    run()
+
+
+@st.composite
+def small_config_requests(draw: st.DrawFn) -> dict[str, Any]:
+    if draw(st.booleans()):
+        ops = [HASH, REPR, op("deepcopy_eq"), *[call("flashinfer_max_size", ws) for ws in (1, 2, 4, 8)]]
+        return {"build": {"kind": "new", "cls": "PassConfig", "kwargs": draw(PASS_KWARGS)}, "ops": ops}
+    ops = [HASH, REPR, op("deepcopy_eq")]
+    return {"build": {"kind": "new", "cls": "DynamicShapesConfig", "kwargs": draw(DSC_KWARGS)}, "ops": ops}
+
+
+@pytest.mark.parametrize("plat", PLATFORMS)
+def test_random_pass_and_dynamic_shapes_configs(check: Any, plat: str) -> None:
+    """Standalone ``PassConfig`` and ``DynamicShapesConfig`` from valid and invalid keyword arguments."""
+
+    @settings(SETTINGS, max_examples=max(EXAMPLES // 4, 1))
+    @given(small_config_requests())
     def run(req: dict[str, Any]) -> None:
         check(plat, req)
 
