@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from compilation_bridge.compile import compile_model
+from compilation_bridge.compile import CompiledModel, compile_model
 from compilation_bridge.vllm_config import CompilationConfig
 
 SCRIPT = """
@@ -164,3 +164,23 @@ def test_a_vllm_config_finds_its_cache_in_a_fresh_process(cache_dir: str) -> Non
         for _ in range(2)
     ]
     assert statuses == ["new", "reused"]
+
+
+@pytest.mark.slow
+def test_a_corrupt_artifact_is_compiled_again(cache_dir: str) -> None:
+    def build() -> CompiledModel:
+        config = CompilationConfig(
+            mode=3, backend="inductor", cache_dir=cache_dir, splitting_ops=["silly::attention"]
+        )
+        return compile_model(config, model="single-attention", max_num_tokens=8)
+
+    first = build()
+    first.run(4)
+    local = Path(first.report()["local_cache_dir"])
+    artifact = local / "artifact_compile_range_1_8_subgraph_0"
+    artifact.write_bytes(artifact.read_bytes()[:100])  # as if cut short (never by this code)
+    again = build()
+    assert again.run(4)["max_abs_diff_vs_eager"] == 0.0
+    counters = again.report()["counters"]
+    assert counters["num_compiled_artifacts_loaded"] == 1
+    assert counters["num_inductor_compiles"] == 1
