@@ -105,6 +105,9 @@ def vllm_requests(draw: st.DrawFn) -> dict[str, Any]:
         HASH,
         RANGES,
     ]
+    ops.append(op("fields", on="scheduler_config"))
+    if around.get("parallel_config", {}).get("data_parallel_size", 1) == 1:  # else vLLM picks free ports
+        ops.append(op("fields", on="parallel_config"))
     return vllm_request(kwargs, ops=ops, **around)
 
 
