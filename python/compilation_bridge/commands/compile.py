@@ -103,13 +103,14 @@ def format_report(report: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         "",
         f"{'tokens':>8} {'compiled s':>11} {'eager s':>9} {'max |diff|':>11}  dispatched to",
     ]
+    footer = "compiled s includes the compiles or cache loads that the run triggered"
     for r in runs:
         where = r["dispatched_to"]
         lines.append(
             f"{r['num_tokens']:>8} {r['seconds']:>11.4f} {r['eager_seconds']:>9.4f} "
             f"{r['max_abs_diff_vs_eager']:>11.2e}  {tuple(where) if where else '-'}"
         )
-    return "\n".join(lines)
+    return "\n".join([*lines, "", footer])
 
 
 def run(args: argparse.Namespace) -> int:
