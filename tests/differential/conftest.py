@@ -24,6 +24,7 @@ from diff_harness import (
     PLATFORMS,
     REPO,
     TINY_LLAMA,
+    TINY_MIXTRAL,
     JsonLineServer,
     category,
     describe,
@@ -113,9 +114,9 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
             f"vLLM 0.14.0 oracle environment not found at {oracle_venv()}: "
             "run `bash scripts/setup_oracle.sh` (or set ORACLE_VENV) to run the differential tests"
         )
-    # The product reads model folders only under roots the operator allows: allow the tiny test model.
+    # The product reads model folders only under roots the operator allows: allow the tiny test models.
     saved = os.environ.get(MODEL_ROOTS_ENV)
-    os.environ[MODEL_ROOTS_ENV] = os.pathsep.join(filter(None, [saved, str(TINY_LLAMA)]))
+    os.environ[MODEL_ROOTS_ENV] = os.pathsep.join(filter(None, [saved, str(TINY_LLAMA), str(TINY_MIXTRAL)]))
     # The product's warnings (vLLM's, word for word) are not compared; keep them out of failure reports.
     product_logger = logging.getLogger("compilation_bridge")
     saved_level = product_logger.level

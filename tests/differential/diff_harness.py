@@ -13,6 +13,8 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 TINY_LLAMA = REPO / "tests" / "oracle" / "tiny-llama"
+# A tiny mixture-of-experts model (4 experts), for the MoE-only paths of VllmConfig.
+TINY_MIXTRAL = Path(__file__).resolve().parent / "models" / "tiny-mixtral"
 PLATFORMS = ("cpu", "cuda")
 
 # The twelve attention ops of CompilationConfig._attention_ops, resolved by each side from its own class.
@@ -206,6 +208,10 @@ def scheduler(max_num_batched_tokens: int = 2048, max_num_seqs: int = 128, **kw:
 def tiny_model(**kw: Any) -> dict[str, Any]:
     """ModelConfig keywords for the tiny Llama folder (only a config.json; no tokenizer, no weights)."""
     return {"model": str(TINY_LLAMA), "skip_tokenizer_init": True, **kw}
+
+
+def tiny_moe_model(**kw: Any) -> dict[str, Any]:
+    return {"model": str(TINY_MIXTRAL), "skip_tokenizer_init": True, **kw}
 
 
 def vllm_request(

@@ -20,6 +20,7 @@ from diff_harness import (
     op,
     scheduler,
     tiny_model,
+    tiny_moe_model,
     vllm_request,
 )
 
@@ -350,6 +351,10 @@ def test_compile_ranges_example(check: Any, platform: str) -> None:
         {"max_model_len": 128},
         {"dtype": "float32"},
         {"dtype": "float16"},
+        {"runner": "pooling"},
+        {"convert": "embed"},
+        {"max_model_len": 1024},
+        {"max_model_len": 0},
     ],
     ids=repr,
 )
@@ -416,3 +421,27 @@ def test_vllm_config_hash(check: Any, platform: str, model: str, cc: dict[str, A
         *[op("hash", on=c) for c in SUB_CONFIGS if MODELS[model] or c != "model_config"],
     ]
     check(platform, vllm_request(cc, model=MODELS[model], ops=ops))
+
+
+@pytest.mark.parametrize("dp", [1, 2])
+@pytest.mark.parametrize("all2all", ["deepep_high_throughput", "allgather_reducescatter"])
+@pytest.mark.parametrize("cudagraph_mode", [None, "PIECEWISE", "FULL_DECODE_ONLY"])
+def test_moe_model(check: Any, platform: str, dp: int, all2all: str, cudagraph_mode: str | None) -> None:
+    """A mixture-of-experts model: VllmConfig passes the data-parallel size to ``set_splitting_ops_for_v1``
+    (DeepEP high-throughput with dp > 1 disables CUDA graphs), and ``is_moe_model`` reaches ParallelConfig."""
+    cc = {"mode": 3} if cudagraph_mode is None else {"mode": 3, "cudagraph_mode": cudagraph_mode}
+    parallel = {"all2all_backend": all2all, "data_parallel_size": dp}
+    check_vllm(check, platform, cc, model=tiny_moe_model(), parallel_config=parallel)
+    check_vllm(check, platform, {}, model=tiny_moe_model(), parallel_config={"tensor_parallel_size": 2})
+
+
+@pytest.mark.parametrize("pp", [2, 4])
+@pytest.mark.parametrize("tp", [1, 2, 4])
+@pytest.mark.parametrize("sp", [False, True])
+def test_pipeline_parallel(check: Any, platform: str, pp: int, tp: int, sp: bool) -> None:
+    """§4.1 step 14: with pipeline parallelism, sequence parallelism appends ``+rms_norm`` again; world
+    sizes above the node's 8 GPUs fail on CUDA."""
+    cc = {"pass_config": {"enable_sp": sp}}
+    parallel = {"pipeline_parallel_size": pp, "tensor_parallel_size": tp}
+    check_vllm(check, platform, cc, parallel_config=parallel)
+    check_vllm(check, platform, cc, model=tiny_model(), parallel_config=parallel)
