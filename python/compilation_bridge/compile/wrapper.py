@@ -109,6 +109,7 @@ class CompiledForward:
         patch = (
             torch.fx.experimental._config.patch(backed_size_oblivious=True) if oblivious else nullcontext()
         )
-        self.traced = True
         with patch:
-            return self._compiled(*args)
+            out = self._compiled(*args)
+        self.traced = True  # only once the trace succeeded: a failed one is retried, dims marked again
+        return out
