@@ -375,6 +375,9 @@ SPEC_DECODE_ROWS: list[tuple[list[int], int, int, int, bool]] = [
     ([1, 2, 4, 8, 16], 16, 1, 8, True),
     ([1, 2, 4, 8, 16], 16, 0, 1, False),
     ([], 0, 2, 1, False),
+    ([1, 2, 4], 4, 0, 2, True),
+    ([1, 2, 4], 4, -2, 1, False),
+    ([1, 2, 4], 4, 2, 0, True),
 ]
 
 
@@ -532,3 +535,58 @@ def test_repr_mutated(check: Any, platform: str) -> None:
     }
     ops = [REPR, POST_INIT, REPR, call("set_splitting_ops_for_v1", "naive", 1), REPR, STR, HASH]
     check(platform, cc_request(kwargs, ops))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"cudagraph_capture_sizes": [8, 1, 4], "max_cudagraph_capture_size": 8},
+        {"cudagraph_capture_sizes": [1, 4], "max_cudagraph_capture_size": 2},
+        {"cudagraph_capture_sizes": [2, 2, 3], "max_cudagraph_capture_size": 3},
+        {"cudagraph_capture_sizes": [1, 2]},
+        {"max_cudagraph_capture_size": 3},
+        {"cudagraph_capture_sizes": [], "max_cudagraph_capture_size": -1},
+    ],
+    ids=repr,
+)
+def test_compute_bs_to_padded_graph_size_direct(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
+    """§3.2: the padding table computed straight from the fields (unsorted, short max, missing values)."""
+    check(platform, cc_request(kwargs, [call("compute_bs_to_padded_graph_size"), FIELDS]))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"custom_ops": tup("all", "-rms_norm")},
+        {"splitting_ops": tup("vllm::unified_attention")},
+        {"cudagraph_capture_sizes": tup(4, 2), "max_cudagraph_capture_size": 4},
+        {"compile_sizes": tup(2, "cudagraph_capture_sizes")},
+        {"compile_sizes": [True, 2]},
+        {"compile_ranges_split_points": [8.0, 16]},
+        {"cudagraph_capture_sizes": [1.0, 2.0]},
+        {"max_cudagraph_capture_size": 4.0},
+        {"custom_ops": ["all", 1]},
+        {"inductor_compile_config": {"max_autotune": None, "nested": {"a": [1, 2]}}},
+        {"pass_config": {"fi_allreduce_fusion_max_size_mb": True}},
+    ],
+    ids=repr,
+)
+def test_coercions(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
+    """pydantic's lax coercions (tuples for lists, integral floats for ints, bools) and what follows."""
+    check_cc(check, platform, kwargs, [POST_INIT, FIELDS, HASH])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["naive", "2"],
+        ["naive", None],
+        [None, 2],
+        ["deepep_high_throughput", 2.5],
+        ["deepep_high_throughput", True],
+    ],
+    ids=repr,
+)
+def test_set_splitting_ops_for_v1_arguments(check: Any, platform: str, args: list[Any]) -> None:
+    for kwargs in ({"mode": 3, "cudagraph_mode": "PIECEWISE"}, {"mode": 2}):
+        check(platform, cc_request(kwargs, [call("set_splitting_ops_for_v1", *args), FIELDS]))
