@@ -7,7 +7,7 @@ events. Importing this package registers the VllmBackend factory behind
 """
 
 from compilation_bridge.compile import progress
-from compilation_bridge.compile.backend import VllmBackend, _factory
+from compilation_bridge.compile.backend import VllmBackend, vllm_backend_factory
 from compilation_bridge.compile.compiler import InductorCompileError
 from compilation_bridge.compile.counters import CompilationCounter, compilation_counter
 from compilation_bridge.compile.files import PathNotAllowedError
@@ -15,7 +15,7 @@ from compilation_bridge.compile.models import MODELS
 from compilation_bridge.compile.runner import CompiledModel, compile_model, preload
 from compilation_bridge.vllm_config import set_vllm_backend_factory
 
-set_vllm_backend_factory(_factory)
+set_vllm_backend_factory(vllm_backend_factory)
 
 __all__ = [
     "MODELS",

@@ -270,6 +270,6 @@ class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
         return output
 
 
-def _factory(vllm_config: Any) -> VllmBackend:
+def vllm_backend_factory(vllm_config: Any) -> VllmBackend:
     """What `CompilationConfig.init_backend(vllm_config)` returns for VLLM_COMPILE: a new VllmBackend."""
     return VllmBackend(make_plan(vllm_config))
