@@ -33,6 +33,9 @@ INSPECT = [
     call("is_attention_compiled_piecewise"),
     call("is_custom_op_enabled", "rms_norm"),
     op("eq", other=new("CompilationConfig")),
+    op("eq", other=None),
+    op("ne", other={}),
+    op("pyhash_eq", other=None),
     op("deepcopy_eq"),
     HASH,
 ]

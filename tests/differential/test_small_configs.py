@@ -25,6 +25,8 @@ def pass_request(kwargs: dict[str, Any], ops: list[dict[str, Any]] | None = None
         REPR,
         op("eq", other=new("PassConfig")),
         op("deepcopy_eq"),
+        op("eq", other=None),
+        op("pyhash_eq", other=None),
         *[call("flashinfer_max_size", ws) for ws in (1, 2, 3, 4, 8, 16)],
     ]
     return {"build": build_new("PassConfig", **kwargs), "ops": default_ops if ops is None else ops}
