@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from diff_harness import ATTENTION_OPS, enum, new, scheduler, tiny_model, tup
+from diff_harness import ATTENTION_OPS, enum, new, scheduler, tiny_model, tiny_moe_model, tup
 from hypothesis import strategies as st
 
 S = st.SearchStrategy
@@ -295,13 +295,19 @@ def vllm_surroundings(draw: st.DrawFn) -> dict[str, Any]:
         out["scheduler_config"] = scheduler(max_num_batched_tokens=mbt, max_num_seqs=seqs)
     if draw(st.booleans()):
         parallel: dict[str, Any] = {"tensor_parallel_size": draw(sampled(1, 1, 2, 4, 8, 16))}
+        if draw(st.integers(0, 3)) == 2:
+            parallel["pipeline_parallel_size"] = draw(sampled(2, 4))
         if draw(st.booleans()):
             parallel["all2all_backend"] = draw(sampled("deepep_high_throughput", "allgather_reducescatter"))
             parallel["data_parallel_size"] = draw(sampled(1, 2))
         out["parallel_config"] = parallel
     if draw(st.booleans()):
-        extra = draw(st.fixed_dictionaries({}, optional={"enforce_eager": st.booleans()}))
-        out["model"] = tiny_model(**extra)
+        extra = draw(
+            st.fixed_dictionaries(
+                {}, optional={"enforce_eager": st.booleans(), "runner": sampled("generate", "pooling")}
+            )
+        )
+        out["model"] = tiny_model(**extra) if draw(st.integers(0, 3)) != 2 else tiny_moe_model(**extra)
     level = draw(mostly(st.one_of(st.none(), st.integers(0, 3)), sampled(4, "O2"), 15))
     if level is not None:
         out["optimization_level"] = level
