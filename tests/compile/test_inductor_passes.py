@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -14,19 +15,21 @@ from compilation_bridge.compile import compilation_counter, compile_model
 from compilation_bridge.settings import reload_settings
 from compilation_bridge.vllm_config import CompilationConfig
 
+# The pass's uuid is a hash of its source; a fresh nonce in the body keeps Inductor's own on-disk cache
+# (which, rightly, skips passes it has already applied to the same graph) from hiding the calls.
 PASS_SOURCE = """
 calls = []
 
 
 def check_pass(graph):
-    calls.append(len(graph.nodes))
+    calls.append(len(graph.nodes))  # {nonce}
 """
 
 
 @pytest.fixture
 def pass_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     # vLLM resolves inductor_passes only as attributes of top-level modules, so the pass lives in one.
-    (tmp_path / "bridge_check_pass.py").write_text(PASS_SOURCE)
+    (tmp_path / "bridge_check_pass.py").write_text(PASS_SOURCE.format(nonce=uuid.uuid4()))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("COMPILATION_BRIDGE_ALLOWED_CALLABLES", "bridge_check_pass.check_pass")
     reload_settings()
