@@ -47,6 +47,7 @@ STANDALONE_KWARGS = compilation_kwargs(invalid_share=3)
 VLLM_KWARGS = compilation_kwargs(invalid_share=40)
 SURROUNDINGS = vllm_surroundings()
 OTHER_KWARGS = compilation_kwargs(invalid_share=0)
+SEQUENCE_KWARGS = compilation_kwargs(invalid_share=12)
 PASS_KWARGS = pass_configs(invalid_share=3).filter(lambda v: isinstance(v, dict) and "__new__" not in v)
 DSC_KWARGS = dynamic_shapes_configs(invalid_share=3).filter(lambda v: isinstance(v, dict))
 
@@ -151,6 +152,49 @@ def test_random_pass_and_dynamic_shapes_configs(check: Any, plat: str) -> None:
 
     @settings(SETTINGS, max_examples=max(EXAMPLES // 4, 1))
     @given(small_config_requests())
+    def run(req: dict[str, Any]) -> None:
+        check(plat, req)
+
+    run()
+
+
+METHOD_STEPS = st.one_of(
+    st.just(POST_INIT),
+    st.just(call("compute_bs_to_padded_graph_size")),
+    st.builds(
+        lambda q, tp: call("adjust_cudagraph_sizes_for_spec_decode", q, tp),
+        st.integers(0, 5),
+        st.sampled_from((1, 2, 3, 4, 8)),
+    ),
+    st.builds(
+        lambda a, dp: call("set_splitting_ops_for_v1", a, dp),
+        st.sampled_from(("naive", "deepep_high_throughput")),
+        st.sampled_from((1, 2)),
+    ),
+    st.just(call("set_splitting_ops_for_attn_fusion")),
+    st.builds(lambda n: call("is_custom_op_enabled", n), st.sampled_from(OP_NAMES)),
+    st.just(RANGES),
+    st.just(call("is_attention_compiled_piecewise")),
+    st.just(FIELDS),
+    st.just(HASH),
+    st.just(REPR),
+)
+
+
+@st.composite
+def method_sequences(draw: st.DrawFn) -> dict[str, Any]:
+    kwargs = draw(SEQUENCE_KWARGS)
+    steps = draw(st.lists(METHOD_STEPS, min_size=1, max_size=8))
+    return cc_request(kwargs, [*steps, HASH])
+
+
+@pytest.mark.parametrize("plat", PLATFORMS)
+def test_random_method_sequences(check: Any, plat: str) -> None:
+    """Random sequences of the mutating methods on a random config: every intermediate result, error and
+    the final state must match (methods that fail half-way leave the same partial state)."""
+
+    @settings(SETTINGS, max_examples=max(EXAMPLES // 2, 1))
+    @given(method_sequences())
     def run(req: dict[str, Any]) -> None:
         check(plat, req)
 
