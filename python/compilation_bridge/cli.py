@@ -15,7 +15,7 @@ from collections.abc import Sequence
 COMMANDS: dict[str, tuple[str, str]] = {
     "inspect": ("inspect", "build a CompilationConfig/VllmConfig and print its fields, ranges and hash"),
     "serve": ("serve", "serve Snakepit/SnakeBridge calls over gRPC (what python/grpc_server.py runs)"),
-    "bench": ("bench", "latency and throughput of the worker against a bare grpcio servicer, as ratios"),
+    "bench": ("bench", "every benchmark in one run, printed as ratios (RPC, port, compile); --markdown PATH"),
     "port": ("port", "serve SnakeBridge calls on stdin/stdout as an Erlang port (length-prefixed msgpack)"),
     "gen-elixir": ("gen_elixir", "write the Elixir stub's generated modules from the exposed Python surface"),
     "compile": ("compile", "compile a reference model with a config, run it and print a report"),

@@ -1,4 +1,9 @@
-"""`compilation-bridge bench`: what the worker costs per call, compared with a bare grpcio servicer.
+"""`compilation-bridge bench`: every benchmark in one run, each as a ratio against its baseline.
+
+RPC (below), the Erlang port against gRPC (`bench_port`) and compile cold/warm and compiled/eager
+(`bench_compile`); `--markdown PATH` writes the table of ratios (`bench_table`).
+
+The RPC benchmark: what the worker costs per call, compared with a bare grpcio servicer.
 
 Both servers are separate processes started the way Snakepit starts workers; one client thread sends
 the same fixed workload (construct -> get_attr -> compute_hash -> release_ref, SnakeBridge payloads) to
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 NAME = "bench"
-HELP = "per-call latency and throughput against a bare grpcio servicer, printed as ratios"
+HELP = "every benchmark in one run (RPC vs bare grpcio, port vs gRPC, compile cold/warm and vs eager)"
 STEPS = ("construct", "get_attr", "compute_hash", "release_ref")
 
 
@@ -33,6 +38,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmup", type=int, default=200, help="iterations before measuring")
     parser.add_argument("--repeat", type=int, default=1, help="runs; the summary gives the median of runs")
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+    parser.add_argument(
+        "--only",
+        choices=("rpc", "port", "compile"),
+        action="append",
+        help="run only these benchmarks (repeatable; default: all three)",
+    )
+    parser.add_argument("--markdown", metavar="PATH", help="also write the table of ratios to PATH")
+    parser.add_argument(
+        "--compile-threads",
+        type=int,
+        default=1,
+        help="OMP_NUM_THREADS for the compile benchmark (1 gives comparable figures on a shared machine)",
+    )
 
 
 # ---------------------------------------------------------------------------------------- bare servicer
@@ -273,7 +291,7 @@ def _median(results: list[dict[str, Any]]) -> dict[str, Any]:
     return merge(results)
 
 
-def run(args: argparse.Namespace) -> int:
+def _rpc(args: argparse.Namespace) -> dict[str, Any]:
     results = []
     for n in range(max(1, args.repeat)):
         results.append(run_once(args.iterations, args.warmup))
@@ -281,8 +299,41 @@ def run(args: argparse.Namespace) -> int:
             print(f"run {n + 1}: p50 ratio {results[-1]['p50_ratio']:.2f}x", file=sys.stderr)
     summary = _median(results)
     summary["runs"] = [r["p50_ratio"] for r in results]
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
+    if not args.json:
         _print(summary, len(results))
+    return summary
+
+
+def _port(args: argparse.Namespace) -> dict[str, Any]:
+    from compilation_bridge.commands import bench_port
+
+    figures = bench_port.measure(iterations=max(100, args.iterations // 2), warmup=args.warmup)
+    if not args.json:
+        bench_port.report(figures)
+    return figures
+
+
+def _compile(args: argparse.Namespace) -> dict[str, Any]:
+    from compilation_bridge.commands.bench_compile import bench_compile
+
+    out = sys.stderr if args.json else sys.stdout
+    return bench_compile(threads=args.compile_threads, out=out)
+
+
+def run(args: argparse.Namespace) -> int:
+    chosen = set(args.only or ("rpc", "port", "compile"))
+    figures: dict[str, Any] = {}
+    for name, bench in (("rpc", _rpc), ("port", _port), ("compile", _compile)):
+        if name in chosen:
+            figures[name] = bench(args)
+            if not args.json:
+                print()
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    if args.markdown:
+        from compilation_bridge.commands.bench_table import markdown
+
+        table = markdown(figures.get("rpc"), figures.get("port"), figures.get("compile"))
+        Path(args.markdown).write_text(table)
+        print(f"wrote {args.markdown}", file=sys.stderr)
     return 0

@@ -1,0 +1,95 @@
+"""The markdown table of benchmark ratios that `compilation-bridge bench --markdown` writes.
+
+Each row is one comparison measured in the same run: ours against its baseline, with the target the
+project aims for. Ratios are what matter on a shared machine; absolute times are given for context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _row(what: str, ours: str, baseline: str, ratio: float, target: str) -> str:
+    return f"| {what} | {ours} | {baseline} | {ratio:.2f}x | {target} |"
+
+
+def rpc_rows(rpc: dict[str, Any]) -> list[str]:
+    ours, bare = rpc["ours"]["all"], rpc["bare"]["all"]
+    return [
+        _row(
+            "RPC per call p50 (gRPC worker vs bare grpcio servicer)",
+            f"{ours['p50_us']:.0f} us",
+            f"{bare['p50_us']:.0f} us",
+            rpc["p50_ratio"],
+            "<= 1.3x",
+        ),
+        _row(
+            "RPC per call p99",
+            f"{ours['p99_us']:.0f} us",
+            f"{bare['p99_us']:.0f} us",
+            rpc["p99_ratio"],
+            "",
+        ),
+        _row(
+            "RPC throughput, one client (calls/s)",
+            f"{ours['calls_per_s']:.0f}",
+            f"{bare['calls_per_s']:.0f}",
+            rpc["throughput_ratio"],
+            "",
+        ),
+    ]
+
+
+def port_rows(port: dict[str, Any]) -> list[str]:
+    return [
+        _row(
+            "Workload round trip p50 (Erlang port vs gRPC)",
+            f"{port['port']['p50_us']:.0f} us",
+            f"{port['grpc']['p50_us']:.0f} us",
+            port["p50_ratio"],
+            f"<= {port['target_ratio']}x",
+        )
+    ]
+
+
+def compile_rows(figures: dict[str, Any]) -> list[str]:
+    cold, warm = figures["cold"], figures["warm"]
+    rows = [
+        _row(
+            "toy-llama compile + first runs (warm fresh process vs cold)",
+            f"{warm['compile_and_first_runs_s']:.2f} s",
+            f"{cold['compile_and_first_runs_s']:.2f} s",
+            warm["compile_and_first_runs_s"] / max(cold["compile_and_first_runs_s"], 1e-9),
+            "<= 0.2x (5x faster)",
+        )
+    ]
+    for timing in warm["timings"]:
+        rows.append(
+            _row(
+                f"toy-llama forward at {timing['num_tokens']} tokens (compiled vs eager)",
+                f"{timing['compiled_ms']:.3f} ms",
+                f"{timing['eager_ms']:.3f} ms",
+                timing["compiled_ms"] / max(timing["eager_ms"], 1e-9),
+                "<= 1.0x",
+            )
+        )
+    return rows
+
+
+def markdown(rpc: dict[str, Any] | None, port: dict[str, Any] | None, compiled: dict[str, Any] | None) -> str:
+    lines = ["| comparison | ours | baseline | ratio | target |", "|---|---|---|---|---|"]
+    if rpc is not None:
+        lines += rpc_rows(rpc)
+    if port is not None:
+        lines += port_rows(port)
+    if compiled is not None:
+        lines += compile_rows(compiled)
+    if rpc is not None:
+        lines += [
+            "",
+            f"Ready file {rpc['ready_s'] * 1000:.0f} ms after spawn; {rpc['rss_idle_mib']:.0f} MiB resident "
+            f"before torch; heartbeat p99 {rpc['heartbeat_p99_ms']:.1f} ms while calls run back to back; "
+            f"SIGTERM to exit 0 in {rpc['sigterm_idle_s'] * 1000:.0f} ms idle and "
+            f"{rpc['sigterm_busy_s'] * 1000:.0f} ms during a long call.",
+        ]
+    return "\n".join(lines) + "\n"
