@@ -1,0 +1,43 @@
+"""The bench's markdown table: one row per comparison, ratios computed from the figures given."""
+
+from compilation_bridge.commands.bench_table import markdown
+
+
+def test_table_rows_and_ratios() -> None:
+    summary = {"p50_us": 1300.0, "p99_us": 2000.0, "calls_per_s": 700.0}
+    bare = {"p50_us": 1000.0, "p99_us": 1000.0, "calls_per_s": 1000.0}
+    rpc = {
+        "ours": {"all": summary},
+        "bare": {"all": bare},
+        "p50_ratio": 1.3,
+        "p99_ratio": 2.0,
+        "throughput_ratio": 0.7,
+        "ready_s": 0.25,
+        "rss_idle_mib": 55.0,
+        "heartbeat_p99_ms": 4.0,
+        "sigterm_idle_s": 0.01,
+        "sigterm_busy_s": 0.5,
+    }
+    port = {"port": {"p50_us": 200.0}, "grpc": {"p50_us": 800.0}, "p50_ratio": 0.25, "target_ratio": 0.5}
+    compiled = {
+        "cold": {"compile_and_first_runs_s": 20.0},
+        "warm": {
+            "compile_and_first_runs_s": 2.0,
+            "timings": [{"num_tokens": 64, "compiled_ms": 1.5, "eager_ms": 2.0}],
+        },
+    }
+    table = markdown(rpc, port, compiled)
+    lines = table.splitlines()
+    assert lines[0] == "| comparison | ours | baseline | ratio | target |"
+    assert "| 1300 us | 1000 us | 1.30x | <= 1.3x |" in lines[2]
+    assert any("Erlang port vs gRPC" in line and "0.25x" in line for line in lines)
+    assert any("warm fresh process vs cold" in line and "0.10x" in line for line in lines)
+    assert any("64 tokens" in line and "0.75x" in line for line in lines)
+    assert "SIGTERM to exit 0 in 10 ms idle and 500 ms during a long call" in table
+
+
+def test_table_with_only_some_benchmarks() -> None:
+    table = markdown(
+        None, {"port": {"p50_us": 1.0}, "grpc": {"p50_us": 2.0}, "p50_ratio": 0.5, "target_ratio": 0.5}, None
+    )
+    assert len(table.splitlines()) == 3
