@@ -283,6 +283,13 @@ def test_positional_arguments(check: Any, platform: str) -> None:
         platform,
         {"build": {"kind": "new", "cls": "CompilationConfig", "args": [None, 3], "kwargs": {}}, "ops": []},
     )
+    too_many = {
+        "build": {"kind": "new", "cls": "CompilationConfig", "args": [None] * 30, "kwargs": {}},
+        "ops": [],
+    }
+    check(platform, too_many)
+    for cls in ("PassConfig", "DynamicShapesConfig"):
+        check(platform, {"build": {"kind": "new", "cls": cls, "args": [None] * 12, "kwargs": {}}, "ops": []})
     for args in ([None, None, None], [None], [None, None]):
         req = {
             "build": {"kind": "new", "cls": "CompilationConfig", "args": args, "kwargs": {"mode": 3}},
