@@ -282,11 +282,14 @@ def _short(v: Any, limit: int = 600) -> str:
     return s if len(s) <= limit else s[:limit] + "..."
 
 
+CONFIG_CATEGORIES = ("CompilationConfig", "PassConfig", "DynamicShapesConfig", "ModelConfig", "VllmConfig")
+
+
 def category(req: Mapping[str, Any]) -> str:
     b = req.get("build", {})
     if b.get("kind") == "vllm":
         return "VllmConfig"
-    if b.get("kind") == "new" and b.get("cls") in ("CompilationConfig", "PassConfig", "DynamicShapesConfig"):
+    if b.get("kind") == "new" and str(b.get("cls")) in CONFIG_CATEGORIES:
         return str(b["cls"])
     return "other"
 
@@ -301,7 +304,7 @@ def summary_lines() -> list[str]:
         per = {c: n for (p, c), n in sorted(COUNTS.items()) if p == platform}
         if not per:
             continue
-        configs = sum(n for c, n in per.items() if c != "other")
+        configs = sum(n for c, n in per.items() if c in CONFIG_CATEGORIES)
         detail = ", ".join(f"{c} {n} ({BUILT[(platform, c)]} built)" for c, n in per.items())
         lines.append(f"{platform}: {configs} configs compared with vLLM 0.14.0 ({detail})")
     return lines
