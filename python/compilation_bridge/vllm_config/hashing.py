@@ -39,9 +39,8 @@ def qualified_name(cls: type) -> str:
 
 
 def _is_torch_dtype(x: object) -> bool:
-    # torch is imported only where a caller already holds a torch object.
-    cls = type(x)
-    return cls.__module__ == "torch" and cls.__name__ == "dtype"
+    # By name: torch is never imported to hash a config (the config model's DType registers as it).
+    return qualified_name(type(x)) == "torch.dtype"
 
 
 def normalize_value(x: Any) -> Any:

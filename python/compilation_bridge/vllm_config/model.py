@@ -31,7 +31,64 @@ _DEEPSEEK_MLA_TYPES = (
     "longcat_flash",
 )
 _MM_PREFIX_LM_TYPES = ("gemma3", "paligemma")
-_DTYPE_ITEMSIZE = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2}
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
+_FLOAT16_NOT_SUPPORTED_MODELS = {
+    name: "Numerical instability. Please use bfloat16 or float32 instead."
+    for name in ("gemma2", "gemma3", "gemma3_text", "plamo2", "glm4")
+}
+_LONG_MAX_MODEL_LEN_WARNING = (
+    "VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme "
+    "caution. If the model uses relative position encoding (RoPE), "
+    "positions exceeding derived_max_model_len lead to nan. If the "
+    "model uses absolute position encoding, positions exceeding "
+    "derived_max_model_len will cause a CUDA array out-of-bounds "
+    "error."
+)
+
+
+@vllm_name("torch.dtype")  # hashed as vLLM hashes a torch.dtype: by its text
+class DType:
+    """A torch dtype by name, printed as torch prints it, so config work never imports torch."""
+
+    __slots__ = ("itemsize", "name")
+
+    def __init__(self, name: str, itemsize: int) -> None:
+        self.name = name
+        self.itemsize = itemsize
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DType) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+    __str__ = __repr__
+
+
+FLOAT32, FLOAT16, BFLOAT16 = DType("float32", 4), DType("float16", 2), DType("bfloat16", 2)
+# vLLM's _STR_DTYPE_TO_TORCH_DTYPE.
+STR_TO_DTYPE = {
+    "half": FLOAT16,
+    "float16": FLOAT16,
+    "float": FLOAT32,
+    "float32": FLOAT32,
+    "bfloat16": BFLOAT16,
+}
+# What vLLM's CPU (x86/aarch64) and CUDA (sm_80 and later) platforms support, preferred first.
+SUPPORTED_DTYPES = (BFLOAT16, FLOAT16, FLOAT32)
 
 
 def _readable_roots() -> list[Path]:
@@ -79,7 +136,7 @@ class ModelConfig:
     tokenizer: str = Field(default=None)
     tokenizer_mode: str = "auto"
     trust_remote_code: bool = False
-    dtype: str = "auto"
+    dtype: str | DType = "auto"
     seed: int = 0
     hf_config: dict[str, Any] = field(init=False)
     hf_text_config: dict[str, Any] = field(init=False)
@@ -123,12 +180,84 @@ class ModelConfig:
             self.tokenizer = self.model
         if self.served_model_name is None:
             self.served_model_name = self.model
-        if self.max_model_len is None:
-            self.max_model_len = int(self.hf_config.get("max_position_embeddings", 2048))
-        if self.dtype == "auto":
-            self.dtype = str(self.hf_config.get("torch_dtype") or self.hf_config.get("dtype") or "float32")
-        if self.runner == "pooling" and self.pooler_config is None:
+        self.runner_type = "generate" if self.runner == "auto" else self.runner
+        if self.runner_type == "pooling" and self.pooler_config is None:
             self.pooler_config = {}
+        self.dtype = self._resolve_dtype(self.dtype)
+        self.max_model_len = self._verify_max_len(self.max_model_len)
+
+    def _config_dtype(self) -> DType:
+        name = self.hf_config.get("torch_dtype") or self.hf_config.get("dtype") or "float32"
+        return STR_TO_DTYPE.get(str(name).removeprefix("torch."), FLOAT32)
+
+    def _resolve_dtype(self, dtype: str | DType) -> DType:
+        """vLLM's `_get_and_verify_dtype` for the platforms modelled here."""
+        model_type = self.hf_config.get("model_type")
+        if isinstance(dtype, DType):
+            resolved = dtype
+        elif dtype.lower() == "auto":
+            config_dtype = self._config_dtype()
+            supported = [
+                d
+                for d in SUPPORTED_DTYPES
+                if not (model_type in _FLOAT16_NOT_SUPPORTED_MODELS and d == FLOAT16)
+            ]
+            preferred = FLOAT16 if self.runner_type == "pooling" and FLOAT16 in supported else supported[0]
+            resolved = preferred if config_dtype == FLOAT32 else config_dtype
+        elif dtype.lower() in STR_TO_DTYPE:
+            resolved = STR_TO_DTYPE[dtype.lower()]
+        else:
+            raise ValueError(f"Unknown dtype: {dtype.lower()!r}")
+        if model_type in _FLOAT16_NOT_SUPPORTED_MODELS and resolved == FLOAT16:
+            reason = _FLOAT16_NOT_SUPPORTED_MODELS[model_type]
+            raise ValueError(f"The model type {model_type!r} does not support float16. Reason: {reason}")
+        return resolved
+
+    def _derived_max_len(self) -> tuple[float, str | None]:
+        derived: float = float("inf")
+        key = None
+        for name in _MAX_LEN_KEYS:
+            value = self.hf_config.get(name)
+            if value is not None:
+                if value < derived:
+                    key = name
+                derived = min(derived, value)
+        if model_max_length := self.hf_config.get("model_max_length"):
+            key, derived = "model_max_length", model_max_length
+        rope = self.hf_config.get("rope_scaling") or self.hf_config.get("rope_parameters")
+        if rope is None and "rope_theta" in self.hf_config:
+            rope = {"rope_type": "default"}  # transformers derives rope_parameters from rope_theta
+        gemma3 = "gemma3" in str(self.hf_config.get("model_type"))
+        if isinstance(rope, dict) and derived != float("inf") and not gemma3:
+            rope_type = rope.get("rope_type") or rope.get("type") or "default"
+            if rope_type not in ("su", "longrope", "llama3"):
+                if rope_type == "yarn":
+                    derived = rope["original_max_position_embeddings"]
+                derived *= rope.get("factor", 1.0)
+        return derived, key
+
+    def _verify_max_len(self, max_model_len: int | None) -> int:
+        """vLLM's `_get_and_verify_max_len`: the user's length may not exceed the model's."""
+        derived, key = self._derived_max_len()
+        if derived == float("inf"):
+            return max_model_len if max_model_len is not None else 2048
+        if max_model_len is None or max_model_len == -1:
+            return int(derived)
+        if max_model_len > derived:
+            model_max_length = self.hf_config.get("model_max_length")
+            if model_max_length is None or max_model_len > model_max_length:
+                msg = (
+                    f"User-specified max_model_len ({max_model_len}) is greater "
+                    f"than the derived max_model_len ({key}="
+                    f"{derived} or model_max_length="
+                    f"{model_max_length} in model's config.json)."
+                )
+                if not int(os.getenv("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0")):
+                    raise ValueError(
+                        f"{msg} To allow overriding this maximum, set "
+                        f"the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. {_LONG_MAX_MODEL_LEN_WARNING}"
+                    )
+        return int(max_model_len)
 
     @property
     def architectures(self) -> list[str]:
@@ -162,12 +291,26 @@ class ModelConfig:
     def attention_chunk_size(self) -> int | None:
         return self.hf_config.get("attention_chunk_size")
 
-    @property
-    def dtype_itemsize(self) -> int:
-        return _DTYPE_ITEMSIZE.get(self.dtype, 2)
-
     def get_hidden_size(self) -> int:
         return int(self.hf_config.get("hidden_size", 0))
+
+    def get_head_size(self) -> int:
+        for key in ("head_dim", "hidden_size_per_head"):
+            if self.hf_config.get(key) is not None:
+                return int(self.hf_config[key])
+        return self.get_hidden_size() // self.get_total_num_attention_heads()
+
+    def get_vocab_size(self) -> int:
+        return int(self.hf_config.get("vocab_size", 0))
+
+    def get_total_num_hidden_layers(self) -> int:
+        return int(self.hf_config.get("num_hidden_layers", 0))
+
+    def get_num_attention_heads(self, parallel_config: Any) -> int:
+        return self.get_total_num_attention_heads() // parallel_config.tensor_parallel_size
+
+    def get_num_kv_heads(self, parallel_config: Any) -> int:
+        return max(1, self.get_total_num_kv_heads() // parallel_config.tensor_parallel_size)
 
     def get_total_num_attention_heads(self) -> int:
         return int(self.hf_config.get("num_attention_heads", 0))

@@ -290,7 +290,7 @@ class VllmConfig:
         if cc.pass_config.fuse_allreduce_rms:
             max_size = cc.pass_config.flashinfer_max_size(self.parallel_config.tensor_parallel_size)
             if max_size is not None:
-                token_bytes = self.model_config.get_hidden_size() * self.model_config.dtype_itemsize
+                token_bytes = self.model_config.get_hidden_size() * self.model_config.dtype.itemsize
                 max_token_num = max_size // token_bytes
                 if max_num_batched_tokens is not None and max_token_num < max_num_batched_tokens:
                     split_points.append(max_token_num)

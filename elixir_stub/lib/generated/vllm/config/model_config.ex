@@ -55,6 +55,19 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
+  Python method `ModelConfig.get_head_size`.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_head_size(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_head_size(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_head_size, [], opts)
+  end
+
+  @doc """
   Python method `ModelConfig.get_hidden_size`.
 
   ## Returns
@@ -65,6 +78,40 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def get_hidden_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_hidden_size, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_num_attention_heads`.
+
+  ## Parameters
+
+  - `parallel_config` (term())
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_num_attention_heads(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_num_attention_heads(ref, parallel_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_num_attention_heads, [parallel_config], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_num_kv_heads`.
+
+  ## Parameters
+
+  - `parallel_config` (term())
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_num_kv_heads(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_num_kv_heads(ref, parallel_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_num_kv_heads, [parallel_config], opts)
   end
 
   @doc """
@@ -81,6 +128,19 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
+  Python method `ModelConfig.get_total_num_hidden_layers`.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_total_num_hidden_layers(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_total_num_hidden_layers(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_total_num_hidden_layers, [], opts)
+  end
+
+  @doc """
   Python method `ModelConfig.get_total_num_kv_heads`.
 
   ## Returns
@@ -91,6 +151,19 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def get_total_num_kv_heads(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_total_num_kv_heads, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_vocab_size`.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_vocab_size(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_vocab_size(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_vocab_size, [], opts)
   end
 
   @doc """
@@ -171,11 +244,6 @@ defmodule Vllm.Config.ModelConfig do
   @spec dtype(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def dtype(ref) do
     SnakeBridge.Runtime.get_attr(ref, :dtype)
-  end
-
-  @spec dtype_itemsize(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
-  def dtype_itemsize(ref) do
-    SnakeBridge.Runtime.get_attr(ref, :dtype_itemsize)
   end
 
   @spec enable_prompt_embeds(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
