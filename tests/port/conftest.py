@@ -15,6 +15,7 @@ import pytest
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.transport.port import HEADER, PortServer, encode_frame
+from compilation_bridge.transport.snakepit_client import snakebridge_payload
 
 
 def frames(data: bytes) -> list[dict[str, Any]]:
@@ -30,18 +31,7 @@ def frames(data: bytes) -> list[dict[str, Any]]:
 
 def call_payload(session: str = "S", **fields: Any) -> dict[str, Any]:
     """A SnakeBridge `snakebridge.call` payload for vllm.config (as SnakeBridge's runtime builds it)."""
-    base: dict[str, Any] = {
-        "protocol_version": 1,
-        "min_supported_version": 1,
-        "library": "vllm",
-        "python_module": "vllm.config",
-        "args": [],
-        "kwargs": {},
-        "idempotent": False,
-        "session_id": session,
-    }
-    base.update(fields)
-    return base
+    return {**snakebridge_payload(session), **fields}
 
 
 def request(request_id: int, tool: str, payload: Any, session_id: str = "worker-session") -> bytes:

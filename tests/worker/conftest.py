@@ -9,25 +9,18 @@ from typing import Any
 import pytest
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess
+from compilation_bridge.transport.snakepit_client import (
+    SnakeBridgeSession,
+    WorkerProcess,
+    snakebridge_payload,
+)
 
 _sessions = itertools.count(1)
 
 
 def payload(session: str = "S", **fields: Any) -> dict[str, Any]:
     """A SnakeBridge `snakebridge.call` payload for vllm.config (SB runtime/payload.ex)."""
-    base = {
-        "protocol_version": 1,
-        "min_supported_version": 1,
-        "library": "vllm",
-        "python_module": "vllm.config",
-        "args": [],
-        "kwargs": {},
-        "idempotent": False,
-        "session_id": session,
-    }
-    base.update(fields)
-    return base
+    return {**snakebridge_payload(session), **fields}
 
 
 def construct(dispatcher: Dispatcher, session: str = "S", *args: Any, **kwargs: Any) -> dict[str, Any]:

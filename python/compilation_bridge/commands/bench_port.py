@@ -21,6 +21,7 @@ from typing import Any
 import msgpack
 
 from compilation_bridge.transport.port import HEADER, encode_frame
+from compilation_bridge.transport.snakepit_client import snakebridge_payload
 
 TARGET_RATIO = 0.5
 SESSION = "bench_port"
@@ -28,16 +29,7 @@ SESSION = "bench_port"
 
 def _payloads(ref: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
     """The workload's four SnakeBridge payloads (the last three need the constructed ref)."""
-    base = {
-        "protocol_version": 1,
-        "min_supported_version": 1,
-        "library": "vllm",
-        "python_module": "vllm.config",
-        "args": [],
-        "kwargs": {},
-        "idempotent": False,
-        "session_id": SESSION,
-    }
+    base = snakebridge_payload(SESSION)
     if ref is None:
         construct = {
             **base,

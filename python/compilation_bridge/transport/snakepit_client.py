@@ -294,6 +294,24 @@ class CallError(Exception):
         self.error = error
 
 
+def snakebridge_payload(
+    session_id: str, python_module: str = "vllm.config", library: str = "vllm", **fields: Any
+) -> dict[str, Any]:
+    """The fields SnakeBridge 0.16's runtime puts in every `snakebridge.call` payload, plus `fields`."""
+    payload: dict[str, Any] = {
+        "protocol_version": 1,
+        "min_supported_version": 1,
+        "library": library,
+        "python_module": python_module,
+        "args": [],
+        "kwargs": {},
+        "idempotent": False,
+        "session_id": session_id,
+    }
+    payload.update(fields)
+    return payload
+
+
 class SnakeBridgeSession:
     """SnakeBridge.Runtime for one session, over one worker's stub."""
 
@@ -344,17 +362,9 @@ class SnakeBridgeSession:
     def base(
         self, python_module: str, function: str, args: list[Any], kwargs: dict[str, Any]
     ) -> dict[str, Any]:
-        return {
-            "protocol_version": 1,
-            "min_supported_version": 1,
-            "library": self.library,
-            "python_module": python_module,
-            "function": function,
-            "args": args,
-            "kwargs": kwargs,
-            "idempotent": False,
-            "session_id": self.session_id,
-        }
+        return snakebridge_payload(
+            self.session_id, python_module, self.library, function=function, args=args, kwargs=kwargs
+        )
 
     def for_ref(
         self, ref: dict[str, Any], function: str, args: list[Any], kwargs: dict[str, Any]
