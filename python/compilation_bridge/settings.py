@@ -8,6 +8,8 @@ hostile request cannot widen what the worker may import or where it may write.
   files may be written (default: the system temporary directory and ``~/.cache/compilation-bridge``).
 - ``COMPILATION_BRIDGE_ALLOWED_CALLABLES``: comma-separated qualified names that config values naming code
   (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
+- ``COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS``: comma-separated Inductor option names a config's
+  ``inductor_compile_config`` may set beyond the built-in tuning knobs (default: none).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
 ALLOWED_ROOTS_ENV = "COMPILATION_BRIDGE_ALLOWED_ROOTS"
 ALLOWED_CALLABLES_ENV = "COMPILATION_BRIDGE_ALLOWED_CALLABLES"
+ALLOWED_INDUCTOR_OPTIONS_ENV = "COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS"
 PLATFORMS = ("cpu", "cuda")
 
 
@@ -29,6 +32,7 @@ class Settings:
     platform: str | None
     allowed_roots: tuple[Path, ...]
     allowed_callables: frozenset[str]
+    allowed_inductor_options: frozenset[str] = frozenset()
 
     def is_path_allowed(self, path: str | os.PathLike[str]) -> bool:
         """True when `path` (resolved, symlinks followed) lies under one of the allowed roots."""
@@ -55,14 +59,19 @@ def _roots_from_env() -> tuple[Path, ...]:
     return tuple(Path(r).expanduser().resolve() for r in roots if r)
 
 
-def _callables_from_env() -> frozenset[str]:
-    raw = os.environ.get(ALLOWED_CALLABLES_ENV, "")
+def _names_from_env(variable: str) -> frozenset[str]:
+    raw = os.environ.get(variable, "")
     return frozenset(name.strip() for name in raw.split(",") if name.strip())
 
 
 @functools.cache
 def get_settings() -> Settings:
-    return Settings(_platform_from_env(), _roots_from_env(), _callables_from_env())
+    return Settings(
+        _platform_from_env(),
+        _roots_from_env(),
+        _names_from_env(ALLOWED_CALLABLES_ENV),
+        _names_from_env(ALLOWED_INDUCTOR_OPTIONS_ENV),
+    )
 
 
 def reload_settings() -> Settings:

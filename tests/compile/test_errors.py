@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from compilation_bridge.compile import InductorCompileError, PathNotAllowedError, compile_model
+from compilation_bridge.settings import ALLOWED_INDUCTOR_OPTIONS_ENV, reload_settings
 from compilation_bridge.vllm_config import CompilationConfig
 
 
@@ -71,7 +72,12 @@ def test_token_counts_outside_max_are_refused_in_whole_graph_modes(cache_dir: st
 
 
 @pytest.mark.slow
-def test_a_failing_inductor_compile_leaves_no_cache_entry(cache_dir: str) -> None:
+def test_a_failing_inductor_compile_leaves_no_cache_entry(
+    cache_dir: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The operator lets an option through that Inductor itself rejects.
+    monkeypatch.setenv(ALLOWED_INDUCTOR_OPTIONS_ENV, "no_such_inductor_option")
+    reload_settings()
     config = CompilationConfig(
         mode=3,
         backend="inductor",
@@ -94,6 +100,25 @@ def test_a_failing_inductor_compile_leaves_no_cache_entry(cache_dir: str) -> Non
     assert (
         compile_model(good, model="single-attention", max_num_tokens=8).run(4)["max_abs_diff_vs_eager"] == 0
     )
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"cpp.cxx": ["/bin/sh", "-c", "true"]}, r"'cpp.cxx'\] is not an allowed Inductor option"),
+        ({"debug_dir": "/etc"}, r"'debug_dir'\] is not an allowed Inductor option"),
+        ({"max_autotune": "yes"}, r"'max_autotune'\] must be a boolean, a number or null"),
+        ({"post_grad_custom_post_pass": 1}, r"custom passes come only from inductor_passes"),
+    ],
+)
+def test_inductor_options_that_name_files_commands_or_code_are_refused(
+    cache_dir: str, options: dict[str, object], message: str
+) -> None:
+    config = CompilationConfig(
+        mode=3, backend="inductor", cache_dir=cache_dir, inductor_compile_config=options
+    )
+    with pytest.raises(ValueError, match=message):
+        compile_model(config, model="single-attention", max_num_tokens=8)
 
 
 def test_bounded_work(cache_dir: str) -> None:

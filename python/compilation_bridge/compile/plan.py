@@ -15,11 +15,11 @@ writes into a config are those vLLM's compiler writes: `compilation_time`, `loca
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
 
+from compilation_bridge.compile.inductor_options import checked_inductor_options
 from compilation_bridge.vllm_config import CompilationConfig, CompilationMode, CUDAGraphMode, Range
 
 MAX_TOKENS_CAP = 2**24
@@ -142,7 +142,7 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
         cudagraph_mode=cudagraph_mode,
         cudagraph_capture_sizes=capture,
         use_inductor_graph_partition=bool(cc.use_inductor_graph_partition),
-        inductor_compile_config=copy.copy(cc.inductor_compile_config),
+        inductor_compile_config=checked_inductor_options(cc.inductor_compile_config),
     )
 
 
@@ -199,7 +199,7 @@ def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> Compi
         cudagraph_mode=cc.cudagraph_mode if cc.cudagraph_mode is not None else CUDAGraphMode.NONE,
         cudagraph_capture_sizes=sorted(cc.cudagraph_capture_sizes or []),
         use_inductor_graph_partition=bool(cc.use_inductor_graph_partition),
-        inductor_compile_config=copy.copy(cc.inductor_compile_config),
+        inductor_compile_config=checked_inductor_options(cc.inductor_compile_config),
         rank=int(getattr(parallel, "rank", 0) or 0),
         dp_rank=int(
             getattr(parallel, "data_parallel_index", getattr(parallel, "data_parallel_rank", 0)) or 0
