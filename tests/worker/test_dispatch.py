@@ -118,6 +118,9 @@ def test_set_attr_refuses_classes_methods_and_huge_sizes(dispatcher: Dispatcher)
     assert err["type"] == "ValueError" and "max_cudagraph_capture_size" in err["message"]
     err = error(dispatcher, call_type="set_attr", attr="compile_sizes", args=[[1, 2**25]], instance=ref)
     assert err["type"] == "ValueError"
+    # Runtime state is the worker's: traced_files names files that compilation reads.
+    err = error(dispatcher, call_type="set_attr", attr="traced_files", args=[["/etc/shadow"]], instance=ref)
+    assert err["type"] == "PermissionError" and "not a field that can be set" in err["message"]
 
 
 def test_exposure_rules(dispatcher: Dispatcher) -> None:

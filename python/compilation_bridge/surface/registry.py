@@ -56,9 +56,13 @@ class ExposedType:
         return frozenset(names | self.extra_names)
 
     def field_names(self) -> frozenset[str]:
+        """The fields `set_attr` may write: constructor keywords only. The runtime state a config
+        accumulates (`traced_files`, whose files compilation reads, counters, caches) stays the
+        worker's own."""
         if not dataclasses.is_dataclass(self.cls):
             return frozenset()
-        return frozenset(f.name for f in dataclasses.fields(self.cls) if not f.name.startswith("_"))
+        fields = dataclasses.fields(self.cls)
+        return frozenset(f.name for f in fields if f.init and not f.name.startswith("_"))
 
 
 def _public_members(cls: type) -> set[str]:
