@@ -15,6 +15,7 @@ writes into a config are those vLLM's compiler writes: `compilation_time`, `loca
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -149,24 +150,13 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
 def _splitting_ops_for_v1(
     cc: Any, mode: CompilationMode, cudagraph_mode: CUDAGraphMode
 ) -> tuple[list[str], CUDAGraphMode]:
-    """`set_splitting_ops_for_v1` (spec §3.5), computed rather than written into the config."""
-    ops = cc.splitting_ops
-    if mode != CompilationMode.VLLM_COMPILE:
-        return list(ops or []), cudagraph_mode
-    if cc.pass_config.fuse_attn_quant and not cc.use_inductor_graph_partition:
-        if ops is None:
-            ops = []
-            if cudagraph_mode.has_piecewise_cudagraphs():
-                cudagraph_mode = CUDAGraphMode.FULL
-        return list(ops), cudagraph_mode
-    if ops is None:
-        return list(cc._attention_ops), cudagraph_mode
-    if len(ops) == 0:
-        if cudagraph_mode == CUDAGraphMode.PIECEWISE:
-            cudagraph_mode = CUDAGraphMode.NONE
-        elif cudagraph_mode == CUDAGraphMode.FULL_AND_PIECEWISE:
-            cudagraph_mode = CUDAGraphMode.FULL
-    return list(ops), cudagraph_mode
+    """`set_splitting_ops_for_v1` (spec §3.5) itself, run on a scratch copy: the config given is compiled
+    as it stands and never written to."""
+    scratch = copy.copy(cc)  # shallow: the method only reassigns these fields
+    scratch.mode, scratch.cudagraph_mode = mode, cudagraph_mode
+    scratch.splitting_ops = None if cc.splitting_ops is None else list(cc.splitting_ops)
+    scratch.set_splitting_ops_for_v1(all2all_backend="", data_parallel_size=1)
+    return list(scratch.splitting_ops or []), scratch.cudagraph_mode
 
 
 def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> CompilePlan:
