@@ -117,8 +117,9 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
         assert x > 0, f"Invalid compile range split point: {x}"
         if 1 < x < max_tokens:
             points.append(x)
-    unique = sorted(set(points))
-    ranges = [Range(start=s + 1, end=e) for s, e in zip([0, *unique[:-1]], unique, strict=True)]
+    scratch = copy.copy(cc)  # the config's own get_compile_ranges over these points; cc stays as it is
+    scratch.compile_ranges_split_points = points
+    ranges = scratch.get_compile_ranges()
 
     capture = sorted(cc.cudagraph_capture_sizes or [])
     sizes: list[int] = []
