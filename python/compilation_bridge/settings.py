@@ -6,6 +6,8 @@ hostile request cannot widen what the worker may import or where it may write.
 - ``COMPILATION_BRIDGE_PLATFORM``: ``cpu`` or ``cuda`` (default: detected from torch, read lazily).
 - ``COMPILATION_BRIDGE_ALLOWED_ROOTS``: ``os.pathsep``-separated directories under which cache and debug
   files may be written (default: the system temporary directory and ``~/.cache/compilation-bridge``).
+  Default caches (the compile cache, Inductor's) go under the first root when the user cache folder is
+  not among them.
 - ``COMPILATION_BRIDGE_ALLOWED_CALLABLES``: comma-separated qualified names that config values naming code
   (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
 - ``COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS``: comma-separated Inductor option names a config's
@@ -38,6 +40,14 @@ class Settings:
         """True when `path` (resolved, symlinks followed) lies under one of the allowed roots."""
         resolved = Path(path).expanduser().resolve()
         return any(resolved.is_relative_to(root) for root in self.allowed_roots)
+
+    def cache_home(self) -> Path:
+        """Where caches go when a caller names none: the user's cache folder while it is allowed,
+        otherwise the first allowed root, so that defaults work under whatever roots the operator sets."""
+        home = user_cache_dir()
+        if self.is_path_allowed(home) or not self.allowed_roots:
+            return home
+        return self.allowed_roots[0]
 
 
 def user_cache_dir() -> Path:

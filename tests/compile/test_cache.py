@@ -195,3 +195,25 @@ def test_a_corrupt_artifact_is_compiled_again(cache_dir: str) -> None:
     counters = again.report()["counters"]
     assert counters["num_compiled_artifacts_loaded"] == 1
     assert counters["num_inductor_compiles"] == 1
+
+
+def test_defaults_follow_the_operators_roots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # One allowed root that holds neither the user cache folder nor Inductor's default: the compile cache
+    # and Inductor's cache both go under it, and an Inductor compile works with no cache_dir given.
+    from compilation_bridge.settings import reload_settings
+
+    root = tmp_path / "only-root"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("COMPILATION_BRIDGE_ALLOWED_ROOTS", str(root))
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    reload_settings()
+    try:
+        model = compile_model(CompilationConfig(mode=3), model="single-attention", max_num_tokens=8)
+        assert model.run(4)["max_abs_diff_vs_eager"] < 1e-5
+        assert Path(model.report()["local_cache_dir"]).is_relative_to(root / "torch_compile_cache")
+        assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(root / "inductor")
+        assert any((root / "inductor").iterdir())
+        assert not (tmp_path / "xdg").exists()
+    finally:
+        monkeypatch.undo()
+        reload_settings()

@@ -1,5 +1,7 @@
 """scripts/snakepit-python: Snakepit runs it as its Python and gets this project's worker instead."""
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,3 +32,31 @@ def test_launcher_replaces_snakepits_own_server(tmp_path: Path) -> None:
     finally:
         code, _seconds = worker.terminate()
     assert code == 0
+
+
+def test_launcher_hands_other_invocations_to_python() -> None:
+    # Snakepit's environment check and runtime identity run its Python with -c; they must exit at once.
+    for code in ("import grpc", "import sys; print(sys.version.split()[0])"):
+        done = subprocess.run(
+            [str(LAUNCHER), "-c", code],
+            env={**os.environ, "COMPILATION_BRIDGE_PYTHON": sys.executable},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == sys.version.split()[0]
+
+
+def test_server_script_refuses_to_serve_without_snakepits_launch_arguments() -> None:
+    # Run by hand (no run id, no ready file), it must exit instead of becoming an unmanaged server.
+    env = {k: v for k, v in os.environ.items() if k != "SNAKEPIT_READY_FILE"}
+    done = subprocess.run(
+        [str(LAUNCHER), "grpc_server.py", "--adapter", "x", "--port", "0"],
+        env={**env, "COMPILATION_BRIDGE_PYTHON": sys.executable},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "compilation-bridge serve" in done.stderr

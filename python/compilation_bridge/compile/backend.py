@@ -30,7 +30,7 @@ from compilation_bridge.compile.files import atomic_write_text, check_allowed
 from compilation_bridge.compile.piecewise import PiecewiseBackend
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
-from compilation_bridge.settings import user_cache_dir
+from compilation_bridge.settings import get_settings
 from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
 
 logger = logging.getLogger(__name__)
@@ -44,10 +44,17 @@ def _sha256(text: str) -> str:
 
 
 def check_inductor_cache_dir() -> None:
-    """Inductor writes its own cache too; it must lie under the allowed roots like ours."""
+    """Inductor writes its own cache too; it must lie under the allowed roots like ours. Unless the
+    operator chose one, a default outside the roots moves to `<cache home>/inductor`."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
 
-    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if where is None:
+        settings = get_settings()
+        where = default_cache_dir()
+        if not settings.is_path_allowed(where):
+            where = str(settings.cache_home() / "inductor")
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = where  # Inductor reads it at every cache access
     check_allowed(where, "Inductor's cache directory (TORCHINDUCTOR_CACHE_DIR)")
     cache_dir()
 
@@ -137,7 +144,7 @@ class VllmBackend:
             factors = [_sha256(json.dumps(env, sort_keys=True))] + [
                 self.hashes[k] for k in ("config_hash", "code_hash", "compiler_hash")
             ]
-            cache_dir = str(user_cache_dir() / "torch_compile_cache" / _sha256(str(factors))[:10])
+            cache_dir = str(get_settings().cache_home() / "torch_compile_cache" / _sha256(str(factors))[:10])
         check_allowed(cache_dir, "cache_dir")
         if plan.debug_dump_dir is not None:
             check_allowed(plan.debug_dump_dir, "debug_dump_path")

@@ -110,7 +110,13 @@ ENUM_TYPES = ("CompilationMode", "CUDAGraphMode", "DynamicShapesType", "Optimiza
 # Fields that make the worker allocate or loop in proportion to their value (DESIGN.md): set_attr
 # bypasses pydantic's validators, so the cap is applied here too.
 SIZE_FIELDS = frozenset(
-    {"max_cudagraph_capture_size", "cudagraph_capture_sizes", "compile_sizes", "compile_ranges_split_points"}
+    {
+        "max_cudagraph_capture_size",
+        "cudagraph_capture_sizes",
+        "compile_sizes",
+        "compile_ranges_split_points",
+        "bs_to_padded_graph_size",
+    }
 )
 
 

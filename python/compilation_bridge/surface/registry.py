@@ -37,6 +37,12 @@ PROTOCOL_DUNDERS: dict[str, Callable[..., Any]] = {
 IMPLEMENTATION_ROOT = "compilation_bridge."
 
 
+# Fields vLLM lets anyone assign but the security model keeps for the worker: compilation reads and
+# hashes every file named in `traced_files`, so a caller who could set it could make the worker read any
+# file (or /dev/zero).
+WORKER_OWNED_FIELDS = frozenset({"traced_files"})
+
+
 @dataclass(frozen=True)
 class ExposedType:
     """A class whose instances (and the class itself) callers may use.
@@ -56,13 +62,13 @@ class ExposedType:
         return frozenset(names | self.extra_names)
 
     def field_names(self) -> frozenset[str]:
-        """The fields `set_attr` may write: constructor keywords only. The runtime state a config
-        accumulates (`traced_files`, whose files compilation reads, counters, caches) stays the
-        worker's own."""
+        """The fields `set_attr` may write: every public dataclass field vLLM lets a caller assign,
+        `init=False` ones included (`compilation_time`, the custom-op counters, ...), except those in
+        `WORKER_OWNED_FIELDS`."""
         if not dataclasses.is_dataclass(self.cls):
             return frozenset()
-        fields = dataclasses.fields(self.cls)
-        return frozenset(f.name for f in fields if f.init and not f.name.startswith("_"))
+        names = (f.name for f in dataclasses.fields(self.cls) if not f.name.startswith("_"))
+        return frozenset(names) - WORKER_OWNED_FIELDS
 
 
 def _public_members(cls: type) -> set[str]:

@@ -1,4 +1,4 @@
-"""Entry point of `python/grpc_server.py`, the script Snakepit spawns (spec §1.1)."""
+"""Entry point of `python/grpc_server.py`, the script Snakepit spawns (README: "Wire contract")."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def health_check() -> int:
     return 0
 
 
+def launched_by_snakepit(options: serve_options.ServeOptions) -> bool:
+    """Snakepit always passes --snakepit-run-id and a ready file; a stray invocation has neither."""
+    return bool(options.run_id or options.ready_file)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     options = serve_options.parse(sys.argv[1:] if argv is None else argv)
@@ -45,6 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     apply_platform(options.platform)
     if options.health_check:
         return health_check()
+    if not launched_by_snakepit(options):
+        # A server nobody waits for and Snakepit's cleanup cannot match (it looks for the run id) would
+        # outlive its caller: refuse, and point a person at the command meant for serving by hand.
+        print(
+            "grpc_server.py serves only when Snakepit starts it (with --snakepit-run-id or "
+            "SNAKEPIT_READY_FILE); to serve by hand run: compilation-bridge serve",
+            file=sys.stderr,
+        )
+        return 2
     from compilation_bridge.transport.server import serve
 
     return serve(options)
