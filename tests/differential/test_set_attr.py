@@ -9,11 +9,11 @@ import subprocess
 from typing import Any
 
 import pytest
-from conftest import oracle_python
 from diff_harness import REPO
 
 from compilation_bridge.surface.catalog import default_surface
 from compilation_bridge.surface.registry import WORKER_OWNED_FIELDS
+from conftest import oracle_python
 
 # Each class with the constructor keywords it needs on a CPU machine.
 CLASSES: dict[str, dict[str, Any]] = {
