@@ -10,3 +10,4 @@ bash scripts/setup_oracle.sh
 .venv/bin/ruff format --check python tests
 PYTHONHASHSEED=0 .venv/bin/python -m pytest -q "$@"   # a fixed string hash: see tests/differential
 bash scripts/elixir_test.sh
+bash scripts/realclient_test.sh

@@ -44,17 +44,16 @@ def _sha256(text: str) -> str:
 
 
 def check_inductor_cache_dir() -> None:
-    """Inductor writes its own cache too; it must lie under the allowed roots like ours. Unless the
-    operator chose one, a default outside the roots moves to `<cache home>/inductor`."""
+    """Inductor writes its own cache too; it must lie under the allowed roots like ours. Inductor's
+    default outside the roots moves to `<cache home>/inductor`; a folder the operator chose does not."""
     from torch._inductor.runtime.cache_dir_utils import cache_dir, default_cache_dir
 
-    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if where is None:
-        settings = get_settings()
-        where = default_cache_dir()
-        if not settings.is_path_allowed(where):
-            where = str(settings.cache_home() / "inductor")
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = where  # Inductor reads it at every cache access
+    settings = get_settings()
+    # Inductor writes its default into the variable on first use, so "unset" and "the default" are one.
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+    if os.path.abspath(where) == os.path.abspath(default_cache_dir()) and not settings.is_path_allowed(where):
+        where = str(settings.cache_home() / "inductor")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = where  # Inductor reads it at every cache access
     check_allowed(where, "Inductor's cache directory (TORCHINDUCTOR_CACHE_DIR)")
     cache_dir()
 

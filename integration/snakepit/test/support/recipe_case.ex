@@ -1,0 +1,192 @@
+defmodule RealClient.RecipeCase do
+  @moduledoc """
+  The conformance tests, run once per README recipe: a real Snakepit pool of this repository's worker,
+  driven through the generated `Vllm.Config.CompilationConfig` of the `vllm` package and SnakeBridge's
+  runtime, exactly as an application would.
+  """
+
+  defmacro __using__(recipe: recipe) do
+    quote do
+      use ExUnit.Case, async: false
+      import RealClient.RecipeCase
+      alias RealClient.{Pool, VllmOracle}
+      alias SnakeBridge.Runtime
+      alias Vllm.Config.CompilationConfig, as: CC
+
+      @moduletag timeout: 600_000
+      @recipe unquote(recipe)
+
+      setup_all do
+        config = RealClient.Recipes.config!(@recipe)
+        # The one test-only addition: compilation_bridge.testing (sleep) for the timeout test.
+        config = Pool.start!(config, %{"COMPILATION_BRIDGE_TEST_HOOKS" => "1"})
+        on_exit(fn -> Pool.stop() end)
+        {:ok, config: config, instance: config[:snakepit][:instance_name]}
+      end
+
+      test "every function of the generated module answers as vLLM 0.14.0 does" do
+        calls = RealClient.Calls.table()
+        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.Calls.python_call/1))
+
+        mismatches =
+          for {call, want} <- Enum.zip(calls, expected),
+              got = call |> RealClient.Calls.run() |> VllmOracle.plain(),
+              got != want,
+              do:
+                "#{RealClient.Calls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
+
+        assert mismatches == [], Enum.join(mismatches, "\n")
+        assert length(calls) > 100
+      end
+
+      test "the README's first calls run as shown" do
+        Code.eval_string(RealClient.ReadmeRecipe.code!("first-calls", ""))
+      end
+
+      test "the table covers every function the vllm package generates" do
+        generated =
+          CC.__info__(:functions)
+          |> Enum.map(fn {name, _} -> name end)
+          |> Enum.reject(&(&1 in [:new] or String.starts_with?(Atom.to_string(&1), "__")))
+          |> MapSet.new()
+
+        assert MapSet.new(RealClient.Calls.functions()) == generated
+      end
+
+      test "returned objects are refs whose attributes read through the client" do
+        {:ok, cc} = CC.new(nil, 3, nil, compile_ranges_split_points: [8, 32])
+        {:ok, [first, second]} = CC.get_compile_ranges(cc)
+        assert %SnakeBridge.Ref{type_name: "Range"} = first
+        assert {:ok, 1} = Runtime.get_attr(first, :start)
+        assert {:ok, 8} = Runtime.get_attr(first, :end)
+        assert {:ok, 9} = Runtime.get_attr(second, :start)
+        assert {:ok, 32} = Runtime.get_attr(second, :end)
+        {:ok, full} = CC.new(nil, 3, nil, cudagraph_mode: "FULL")
+        {:ok, mode} = CC.cudagraph_mode(full)
+        assert {:ok, "FULL"} = Runtime.get_attr(mode, :name)
+        assert {:ok, 2} = Runtime.get_attr(mode, :value)
+      end
+
+      test "set_attr writes what vLLM lets a caller assign, and keeps traced_files" do
+        {:ok, cc} = CC.new(nil, 3, nil, [])
+        assert {:ok, true} = Runtime.set_attr(cc, :compilation_time, 1.5)
+        assert {:ok, 1.5} = CC.compilation_time(cc)
+        text = "/tmp/ünï — ✓ 🐍"
+        assert {:ok, true} = Runtime.set_attr(cc, :cache_dir, text)
+        assert {:ok, ^text} = CC.cache_dir(cc)
+        assert {:ok, true} = Runtime.set_attr(cc, :compile_sizes, [1, 2, 4])
+        assert {:ok, [1, 2, 4]} = CC.compile_sizes(cc)
+
+        assert {"PermissionError", _} =
+                 error(Runtime.set_attr(cc, :traced_files, ["/etc/shadow"]))
+
+        assert {"PermissionError", _} = error(Runtime.set_attr(cc, :__class__, "x"))
+      end
+
+      test "release_ref and release_session end refs", %{} do
+        session = "realclient-#{System.unique_integer([:positive])}"
+        opts = [__runtime__: [session_id: session]]
+        {:ok, cc} = CC.new(nil, 3, nil, opts)
+        {:ok, other} = CC.new(nil, nil, nil, opts)
+        assert :ok = Runtime.release_ref(cc)
+        assert {"KeyError", message} = error(CC.mode(cc))
+        assert message =~ "Unknown SnakeBridge reference"
+        assert {:ok, nil} = CC.mode(other)
+        assert :ok = Runtime.release_session(session)
+        assert {"KeyError", _} = error(CC.mode(other))
+      end
+
+      test "errors arrive as Python exceptions" do
+        assert {"ValidationError", message} = error(CC.new(nil, nil, nil, mode: 3))
+        assert message =~ "Got multiple values for argument"
+        {:ok, cc} = CC.new(nil, nil, nil, [])
+        assert {"AttributeError", _} = error(Runtime.call_method(cc, :no_such_method, []))
+        assert {"ImportError", _} = error(Runtime.call("os", "getcwd", []))
+      end
+
+      test "a streamed compile_model reports progress, then runs and reports like eager" do
+        {:ok, cc} = CC.new(nil, 3, nil, [])
+        parent = self()
+
+        assert {:ok, :done} =
+                 Runtime.stream(
+                   "compilation_bridge.compile",
+                   "compile_model",
+                   [cc],
+                   [max_num_tokens: 64],
+                   fn chunk -> send(parent, {:chunk, chunk}) end
+                 )
+
+        chunks = collect_chunks()
+        {[result], progress} = Enum.split_with(chunks, &match?(%{"event" => "result"}, &1))
+        assert progress != [] and Enum.all?(progress, &is_binary(&1["event"]))
+        model = result["result"]
+        assert %SnakeBridge.Ref{type_name: "CompiledModel"} = model
+        assert {:ok, run} = Runtime.call_method(model, :run, [8], __runtime__: [timeout: 300_000])
+        assert run["num_tokens"] == 8 and run["max_abs_diff_vs_eager"] < 1.0e-4
+        assert {:ok, report} = Runtime.call_method(model, :report, [])
+        assert report["mode"] in [3, "VLLM_COMPILE"] and report["num_pieces"] > 0
+        assert String.starts_with?(report["local_cache_dir"], RealClient.Recipes.cache_root())
+        assert {"AssertionError", message} = error(Runtime.call_method(model, :run, [100]))
+        assert message =~ "out of considered ranges"
+      end
+
+      test "a call past its timeout times out, and the worker keeps serving", %{
+        instance: instance
+      } do
+        before = Pool.worker_pids(instance)
+
+        assert {:error, %Snakepit.Error{category: :timeout}} =
+                 Runtime.call("compilation_bridge.testing", "sleep", [5],
+                   __runtime__: [timeout: 1000]
+                 )
+
+        {:ok, cc} = CC.new(nil, 3, nil, [])
+        assert {:ok, 3} = CC.mode(cc)
+        assert Pool.worker_pids(instance) == before
+      end
+
+      test "kill -9 of a worker: Snakepit replaces it and calls succeed again", %{
+        instance: instance
+      } do
+        [pid] = Pool.worker_pids(instance)
+        System.cmd("kill", ["-9", Integer.to_string(pid)])
+
+        assert Pool.eventually(
+                 fn ->
+                   match?([new] when new != pid, Pool.worker_pids(instance)) and
+                     match?({:ok, 3}, with({:ok, cc} <- CC.new(nil, 3, nil, []), do: CC.mode(cc)))
+                 end,
+                 20_000
+               )
+      end
+
+      test "Application.stop leaves no worker process", %{config: config, instance: instance} do
+        assert [_] = Pool.worker_pids(instance)
+        Pool.stop()
+        assert Pool.eventually(fn -> Pool.worker_pids(instance) == [] end, 3_000)
+        Pool.start!(config)
+      end
+
+      test "kill -9 of the BEAM leaves no orphan worker" do
+        instance = "realclient_beam_#{System.unique_integer([:positive])}"
+        beam = RealClient.ChildBeam.start!(@recipe, instance)
+        assert [worker] = Pool.worker_pids(instance)
+        RealClient.ChildBeam.kill!(beam)
+        # The worker's heartbeat to the dead BEAM fails a few times, then it exits on its own.
+        assert Pool.eventually(fn -> not Pool.alive?(worker) end, 20_000)
+      end
+    end
+  end
+
+  def error({:error, reason}), do: RealClient.VllmOracle.python_error(reason)
+  def error(other), do: raise("expected an error, got #{inspect(other)}")
+
+  def collect_chunks(acc \\ []) do
+    receive do
+      {:chunk, chunk} -> collect_chunks([chunk | acc])
+    after
+      0 -> Enum.reverse(acc)
+    end
+  end
+end
