@@ -10,6 +10,11 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from types import ModuleType
+
+from compilation_bridge import __version__
+from compilation_bridge.commands.arguments import UsageError
+from compilation_bridge.commands.interrupt import report_interrupted
 
 # sub-command name -> (module under compilation_bridge.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -24,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="compilation-bridge", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for name, (_module, help_text) in COMMANDS.items():
         subparsers.add_parser(name, help=help_text, add_help=False)
@@ -33,13 +39,24 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in COMMANDS:
-        build_parser().parse_args(argv)  # prints usage and exits
+        build_parser().parse_args(argv)  # prints usage or the version, and exits
         return 2
     module_name, help_text = COMMANDS[argv[0]]
     module = importlib.import_module(f"compilation_bridge.commands.{module_name}")
     parser = argparse.ArgumentParser(prog=f"compilation-bridge {argv[0]}", description=help_text)
     module.add_arguments(parser)
-    return int(module.run(parser.parse_args(argv[1:])))
+    return _run(module, parser, parser.parse_args(argv[1:]))
+
+
+def _run(module: ModuleType, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Run a sub-command: a flag it rejects late is reported as argparse reports its own (exit 2);
+    Ctrl-C ends it with one line and status 130 instead of a traceback through torch's internals."""
+    try:
+        return int(module.run(args))
+    except UsageError as e:
+        parser.error(str(e))  # exits 2
+    except KeyboardInterrupt:
+        return report_interrupted()
 
 
 if __name__ == "__main__":

@@ -43,8 +43,10 @@ def test_compile_command_json_and_errors(cache_dir: str, capsys: pytest.CaptureF
     )
     result = json.loads(capsys.readouterr().out)
     assert result["report"]["mode"] == "DYNAMO_TRACE_ONCE" and result["runs"][0]["num_tokens"] == 2
-    assert main(["compile", "--config", config, "--model", "nope"]) == 1
-    assert "ValueError: unknown model 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:  # a mistyped --model is a usage error, as argparse reports
+        main(["compile", "--config", config, "--model", "nope"])
+    assert exited.value.code == 2
+    assert "compile: error: argument --model: unknown model 'nope'" in capsys.readouterr().err
 
 
 def test_init_backend_per_mode() -> None:

@@ -523,6 +523,17 @@ def test_init_backend(check: Any, platform: str, kwargs: dict[str, Any]) -> None
 
 
 @pytest.mark.parametrize(
+    "kwargs", [{"mode": 3}, {"level": 3}, {"mode": 3, "backend": "eager"}, {"mode": "VLLM_COMPILE"}], ids=repr
+)
+def test_init_backend_vllm_compile_without_a_vllm_config(check: Any, kwargs: dict[str, Any]) -> None:
+    """VLLM_COMPILE builds a VllmBackend, whose first read of its argument fails on None: the same
+    AttributeError from the product, with or without its compile layer loaded. CPU only: on the stand-in
+    CUDA node the oracle fails earlier, building the pass manager from vLLM's compiled kernels (`_C`),
+    which the oracle environment lacks; a real CUDA vLLM reaches the same AttributeError."""
+    check("cpu", cc_request(kwargs, [op("init_backend")]))
+
+
+@pytest.mark.parametrize(
     "custom_ops",
     [["all"], ["none"], ["all", "-x"], ["none", "+x"], [], ["+x"], ["-x"], ["all", "+x"], ["none", "-x"]],
     ids=repr,

@@ -359,6 +359,18 @@ def test_init_backend_argument_checks(cpu) -> None:
         CompilationConfig(mode=0).init_backend(None)
 
 
+def test_init_backend_vllm_compile_needs_a_vllm_config(cpu, monkeypatch) -> None:
+    """vLLM's VllmBackend(None) fails reading `.compilation_config`; so does ours, even when the compile
+    layer's factory is installed (it is never reached)."""
+    from compilation_bridge.vllm_config import compilation
+
+    message = r"^'NoneType' object has no attribute 'compilation_config'$"
+    for factory in (None, lambda vllm_config: pytest.fail("the factory must not be called")):
+        monkeypatch.setattr(compilation, "_vllm_backend_factory", factory)
+        with pytest.raises(AttributeError, match=message):
+            CompilationConfig(mode=3).init_backend(None)
+
+
 @pytest.mark.parametrize(
     "field",
     ["max_cudagraph_capture_size", "cudagraph_capture_sizes", "compile_sizes", "compile_ranges_split_points"],

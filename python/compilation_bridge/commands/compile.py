@@ -14,39 +14,54 @@ import sys
 import time
 from typing import Any, TextIO
 
+from compilation_bridge.commands.arguments import UsageError, json_object, key_json_value, token_counts
+from compilation_bridge.commands.interrupt import exit_at_once_on_interrupt
 from compilation_bridge.settings import PLATFORMS
 
 NAME = "compile"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", default='{"mode": 3}', help="CompilationConfig keywords as JSON")
+    parser.add_argument(
+        "--config", type=json_object, default='{"mode": 3}', help="CompilationConfig keywords as JSON"
+    )
     parser.add_argument(
         "--model", default="toy-llama", help="reference model (toy-llama, simple-piecewise, ...)"
     )
-    parser.add_argument("--tokens", default="1,16,64", help="comma-separated token counts to run, in order")
+    parser.add_argument(
+        "--tokens", type=token_counts, default="1,16,64", help="comma-separated token counts to run, in order"
+    )
     parser.add_argument("--max-num-tokens", type=int, help="top of the last compile range (default 2048)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the model's weights")
     parser.add_argument(
         "--option",
         action="append",
+        type=key_json_value,
         default=[],
         metavar="KEY=VALUE",
-        help="model size option, e.g. num_layers=4",
+        help="model size option, VALUE as JSON, e.g. num_layers=4",
     )
     parser.add_argument("--vllm-config", action="store_true", help="wrap the config in a VllmConfig first")
-    parser.add_argument("--scheduler", help="SchedulerConfig keywords as JSON (with --vllm-config)")
+    parser.add_argument(
+        "--scheduler", type=json_object, help="SchedulerConfig keywords as JSON (with --vllm-config)"
+    )
     parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
     parser.add_argument("--json", action="store_true", help="print the runs and the report as JSON")
 
 
-def _options(pairs: list[str]) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ValueError(f"--option takes KEY=VALUE, got {pair!r}")
-        options[key] = json.loads(value)
+def _model_options(model: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The model's size options, after checking the name and the keys against what the model takes."""
+    from compilation_bridge.compile.models import MODELS, option_names
+
+    if model not in MODELS:
+        raise UsageError("--model", f"unknown model {model!r}; known models: {', '.join(MODELS)}")
+    options = dict(pairs)
+    unknown = sorted(set(options) - set(option_names(model)))
+    if unknown:
+        known = ", ".join(option_names(model))
+        raise UsageError(
+            "--option", f"model {model!r} has no option {', '.join(unknown)}; its options: {known}"
+        )
     return options
 
 
@@ -118,16 +133,21 @@ def run(args: argparse.Namespace) -> int:
 
     if args.platform:
         set_platform(args.platform)
+    with exit_at_once_on_interrupt():
+        return _compile_and_report(args)
+
+
+def _compile_and_report(args: argparse.Namespace) -> int:
+    model_options = _model_options(args.model, args.option)
     try:
         from compilation_bridge import vllm_config as vc
         from compilation_bridge.compile import compile_model, progress
 
-        tokens = [int(t) for t in args.tokens.split(",") if t.strip()]
-        config: Any = vc.CompilationConfig(**json.loads(args.config))
+        config: Any = vc.CompilationConfig(**args.config)
         if args.vllm_config:
             kwargs: dict[str, Any] = {"compilation_config": config}
             if args.scheduler:
-                kwargs["scheduler_config"] = vc.SchedulerConfig(**json.loads(args.scheduler))
+                kwargs["scheduler_config"] = vc.SchedulerConfig(**args.scheduler)
             config = vc.VllmConfig(**kwargs)
         printer = ProgressPrinter(sys.stderr)
         with progress.collect(printer):
@@ -136,9 +156,9 @@ def run(args: argparse.Namespace) -> int:
                 model=args.model,
                 max_num_tokens=args.max_num_tokens,
                 seed=args.seed,
-                **_options(args.option),
+                **model_options,
             )
-            runs = [model.run(n) for n in tokens]
+            runs = [model.run(n) for n in args.tokens]
         report = model.report()
     except Exception as e:  # the CLI reports the error as raised, with its type
         print(f"{type(e).__name__}: {e}", file=sys.stderr)

@@ -225,6 +225,13 @@ MODELS: dict[str, Callable[[int, dict[str, Any]], nn.Module]] = {
 }
 
 
+def option_names(name: str) -> tuple[str, ...]:
+    """The size options model `name` takes (what `build_model` accepts as keywords)."""
+    if MODELS[name] is _toy_llama:
+        return tuple(f.name for f in dataclasses.fields(ToyLlamaOptions))
+    return ("hidden_size",)
+
+
 def build_model(name: str, seed: int = 0, **options: Any) -> nn.Module:
     """Build a reference model by name; layers with CustomOps need an active `custom_op_context`."""
     if name not in MODELS:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 log = logging.getLogger("compilation_bridge.transport")
 
 DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit dials localhost over IPv4
+MAX_PORT = 65535
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_CALLS = 8
 
@@ -53,7 +54,7 @@ class ServeOptions:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapter", help="accepted for Snakepit compatibility; never imported")
-    parser.add_argument("--port", type=int, default=0, help="port to bind (0: the OS picks one)")
+    parser.add_argument("--port", type=_port_number, default=0, help="port to bind (0: the OS picks one)")
     parser.add_argument(
         "--host",
         default=None,
@@ -73,6 +74,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heartbeat-initial-delay-ms", dest="hb_initial_delay_ms", type=int, default=None)
     parser.add_argument("--heartbeat-dependent", dest="hb_dependent", action="store_const", const=True)
     parser.add_argument("--heartbeat-independent", dest="hb_dependent", action="store_const", const=False)
+
+
+def _port_number(text: str) -> int:
+    # The OS would take 99999 modulo 65536 and serve somewhere nobody asked for.
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= MAX_PORT:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to {MAX_PORT}, got {text!r}")
+    return port
 
 
 def _truthy(text: str) -> bool:

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +36,8 @@ COMPILE_MODULE = "compilation_bridge.compile"
 STOP_GRACE_S = 0.5
 # Threads beyond the tool cap, for Ping/Heartbeat/session RPCs and the telemetry streams.
 SPARE_THREADS = 8
+# What grpc binds for "localhost" (both, when the host has IPv6).
+LOOPBACK_ADDRESSES = ("127.0.0.1", "::1")
 
 
 @dataclass
@@ -67,11 +70,50 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
     )
     pb_grpc.add_BridgeServiceServicer_to_server(servicer, server)
     _add_health_and_reflection(server)
-    port = server.add_insecure_port(f"{_host_for_bind(options.host)}:{options.port}")
-    if port == 0:
-        raise OSError(f"could not bind {options.host}:{options.port}")
+    port = _bind(server, options.host, options.port)
     server.start()
     return RunningServer(server, port, servicer)
+
+
+def _bind(server: grpc.Server, host: str, port: int) -> int:
+    """Bind `host:port` and return the port; raise OSError naming the address that could not be bound."""
+    if host != "localhost" or port == 0:
+        return _add_port(server, host, port)
+    # grpc serves "localhost:N" on whichever loopback addresses it could bind and only logs the rest:
+    # with 127.0.0.1:N taken it would serve on ::1 alone while IPv4 clients reach the other process.
+    # So bind each loopback address this host has, one by one, and fail if any is taken.
+    for address in _loopback_addresses():
+        _add_port(server, address, port)
+    return port
+
+
+def _add_port(server: grpc.Server, host: str, port: int) -> int:
+    try:
+        bound = server.add_insecure_port(f"{_host_for_bind(host)}:{port}")
+    except RuntimeError:  # recent grpcio raises where older releases returned 0
+        bound = 0
+    if bound == 0:
+        error = _bind_error(host, port)
+        reason = error.strerror if error is not None and error.strerror else "grpc could not bind it"
+        raise OSError(f"cannot listen on {_host_for_bind(host)}:{port}: {reason}")
+    return bound
+
+
+def _loopback_addresses() -> list[str]:
+    """The loopback addresses this host has (a container may have no IPv6 at all)."""
+    return [address for address in LOOPBACK_ADDRESSES if _bind_error(address, 0) is None]
+
+
+def _bind_error(host: str, port: int) -> OSError | None:
+    """Why binding host:port fails now, or None (a probe, to explain grpc's bare failure)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as grpc: TIME_WAIT is no conflict
+            probe.bind((host, port))
+    except OSError as e:
+        return e
+    return None
 
 
 def _host_for_bind(host: str) -> str:

@@ -307,6 +307,9 @@ class CompilationConfig:
         assert self.mode == CompilationMode.VLLM_COMPILE
         if self.backend not in ["eager", "inductor"]:
             logger.info("Using OOT custom backend for compilation.")
+        # vLLM's VllmBackend(vllm_config) reads this first, so a None (or any object without it) fails
+        # with the very AttributeError vLLM raises, whether or not the compile layer is loaded.
+        vllm_config.compilation_config  # noqa: B018
         if _vllm_backend_factory is None:
             raise RuntimeError("VllmBackend is provided by compilation_bridge.compile, which is not loaded")
         return _vllm_backend_factory(vllm_config)

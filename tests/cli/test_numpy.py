@@ -1,0 +1,35 @@
+"""torch initialises NumPy support at import and warns when numpy is missing; numpy is a dependency."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parents[2]
+WARNING = "Failed to initialize NumPy"
+
+
+def test_numpy_is_a_dependency() -> None:
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert "numpy" in {Requirement(d).name for d in dependencies}
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("numpy") is None,
+    reason="numpy is declared in pyproject.toml but this environment predates it: pip install -e .",
+)
+def test_importing_torch_prints_no_numpy_warning() -> None:
+    done = subprocess.run(
+        [sys.executable, "-W", "default", "-c", "import torch; torch.ones(1)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert WARNING not in done.stderr
