@@ -194,7 +194,7 @@ def _start_heartbeat(
     if not options.elixir_address or not options.heartbeat.enabled:
         return None
     client = HeartbeatClient(
-        options.elixir_address, options.heartbeat, lambda: servicer.last_session_id, stop.set
+        options.elixir_address, options.heartbeat, lambda: servicer.worker_session_id, stop.set
     )
     client.start()
     return client
