@@ -20,6 +20,8 @@ DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit
 MAX_PORT = 65535
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_CALLS = 8
+DEFAULT_MAX_REFLECTION_STREAMS = 2
+DEFAULT_STREAM_IDLE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,9 @@ class ServeOptions:
     health_check: bool = False
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    reflection: bool = False
+    max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS
+    stream_idle_s: float = DEFAULT_STREAM_IDLE_S
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     ignored: tuple[str, ...] = ()
 
@@ -118,6 +123,13 @@ def from_namespace(
         max_request_bytes=_env_int(env, "COMPILATION_BRIDGE_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES),
         max_concurrent_calls=_env_int(
             env, "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS
+        ),
+        reflection=_truthy(env.get("COMPILATION_BRIDGE_REFLECTION", "")),
+        max_reflection_streams=_env_int(
+            env, "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS
+        ),
+        stream_idle_s=float(
+            _env_int(env, "COMPILATION_BRIDGE_STREAM_IDLE_SECONDS", int(DEFAULT_STREAM_IDLE_S))
         ),
         heartbeat=_heartbeat_config(args, env),
         ignored=tuple(unknown),
