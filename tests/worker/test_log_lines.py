@@ -69,8 +69,11 @@ def test_worker_log_lines_stay_one_per_record(
     stream = io.StringIO()
     monkeypatch.setattr(logs.sys, "stderr", stream)
     root = logging.getLogger()
-    saved = (list(root.handlers), root.level)
+    # Another suite's session fixture may hold the product's logger at ERROR: this test needs its INFO lines.
+    product = logging.getLogger("compilation_bridge")
+    saved = (list(root.handlers), root.level, product.level)
     try:
+        product.setLevel(logging.NOTSET)
         logs.configure_logging("info")
         request = pb.ExecuteToolRequest(
             session_id="w", tool_name="snakebridge.x\x1b[2J", metadata={"correlation_id": "c\nd"}
@@ -81,6 +84,7 @@ def test_worker_log_lines_stay_one_per_record(
     finally:
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
+        product.setLevel(saved[2])
     lines = stream.getvalue().splitlines()
     failed = [line for line in lines if "failed" in line]
     assert failed and all("[corr=c\\nd]" in line for line in failed), lines
