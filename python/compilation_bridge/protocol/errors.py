@@ -30,14 +30,6 @@ class SnakeBridgeHelperNotFoundError(Exception):
     """`call_helper` asked for a helper; this worker has no helper pack (SnakeBridge reacts to the name)."""
 
 
-def exposure_error(message: str) -> PermissionError:
-    """The name exists but the surface does not expose it (DESIGN.md, security model).
-
-    A plain PermissionError on purpose: Elixir maps that type to `Snakepit.Error.PermissionError`.
-    """
-    return PermissionError(message)
-
-
 class WorkerBusyError(RuntimeError):
     """Too many tool calls are in flight; refused instead of queued so that heartbeats keep a thread."""
 

@@ -20,8 +20,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from compilation_bridge.protocol.errors import exposure_error
-
 # The protocol set SnakeBridge itself sends (inspect/to_string, Enumerable on refs). They are called the
 # way Python's builtins call them, so they also work on class objects.
 PROTOCOL_DUNDERS: dict[str, Callable[..., Any]] = {
@@ -41,6 +39,14 @@ IMPLEMENTATION_ROOT = "compilation_bridge."
 # hashes every file named in `traced_files`, so a caller who could set it could make the worker read any
 # file (or /dev/zero).
 WORKER_OWNED_FIELDS = frozenset({"traced_files"})
+
+
+def exposure_error(message: str) -> PermissionError:
+    """The name exists but the surface does not expose it (the allowlist of the security model).
+
+    A plain PermissionError on purpose: Elixir maps that type to `Snakepit.Error.PermissionError`.
+    """
+    return PermissionError(message)
 
 
 @dataclass(frozen=True)
