@@ -198,6 +198,10 @@ class InductorStandaloneAdaptor(CompilerInterface):
         if not is_sealed(path):
             raise UnauthenticatedEntryError(f"{path} carries no valid MAC of this worker")
         artifact = torch._inductor.CompiledArtifact.load(path=path, format=self.save_format)
+        if self.save_format == "unpacked":
+            # Loading an unpacked artifact makes Inductor write into its folder (its cache while
+            # loading); this process made those files, so they are sealed with the rest.
+            seal(path)
         returns_tuple = graph_returns_tuple(graph)
 
         def run(*args: Any) -> Any:
