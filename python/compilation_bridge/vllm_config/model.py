@@ -2,7 +2,8 @@
 
 Only a folder's `config.json` is read (never the hub, never weights or tokenizers). The folder must be
 one bundled with the package (`tiny-llama`) or lie under the operator's allowed roots or
-`COMPILATION_BRIDGE_MODEL_ROOTS`, so a caller cannot probe the file system through it.
+`COMPILATION_BRIDGE_MODEL_ROOTS`, so a caller cannot probe the file system through it; `config.json` is
+opened without following a symlink out of those roots (`compilation_bridge.safe_files`).
 """
 
 import json
@@ -14,6 +15,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
 from compilation_bridge.settings import get_settings
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 
@@ -113,9 +115,15 @@ def resolve_model_dir(model: str) -> Path:
 
 def load_hf_config(model: str) -> dict[str, Any]:
     path = resolve_model_dir(model) / "config.json"
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ValueError(f"model {model!r}: config.json is larger than {MAX_CONFIG_BYTES} bytes")
-    config = json.loads(path.read_text())
+    try:
+        # Resolved and re-checked against the roots as it is opened: a config.json that is a symlink
+        # out of them (planted after resolve_model_dir looked) is refused, not read.
+        raw = read_bytes(path, max_bytes=MAX_CONFIG_BYTES, roots=_readable_roots(), follow=True)
+    except PathNotAllowedError as e:
+        raise ValueError(f"model {model!r}: config.json is not readable here: {e}") from e
+    except ValueError as e:
+        raise ValueError(f"model {model!r}: config.json is larger than {MAX_CONFIG_BYTES} bytes") from e
+    config = json.loads(raw)
     if not isinstance(config, dict):
         raise ValueError(f"model {model!r}: config.json must hold a JSON object")
     return config
