@@ -31,7 +31,7 @@ class SnakeBridgeHelperNotFoundError(Exception):
 
 
 def exposure_error(message: str) -> PermissionError:
-    """The name exists but the surface does not expose it (DESIGN.md, security model).
+    """The name exists but the surface does not expose it (docs/design.md, The allowlist).
 
     A plain PermissionError on purpose: Elixir maps that type to `Snakepit.Error.PermissionError`.
     """

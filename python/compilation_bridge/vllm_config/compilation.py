@@ -2,7 +2,7 @@
 
 The class is a pydantic dataclass declared exactly as vLLM declares it (same field types, defaults,
 validators and their order), so pydantic produces the same values and the same error texts. Quirks of
-vLLM are kept on purpose (see the spec's §7): `level` copies a raw int into `mode`, an unknown
+vLLM are kept on purpose (docs/design.md, vLLM's quirks): `level` copies a raw int into `mode`, an unknown
 `cudagraph_mode` string raises a bare KeyError, `custom_ops=[""]` raises IndexError.
 
 Departures, for safety: `inductor_passes` names and out-of-tree backends resolve only against the
