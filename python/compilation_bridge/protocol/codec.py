@@ -1,4 +1,4 @@
-"""SnakeBridge's tagged JSON values (wire spec §4-§5), in both directions.
+"""SnakeBridge's tagged JSON values (docs/wire.md, Value tags and Refs), in both directions.
 
 Decoding turns Elixir-encoded values into Python ones and resolves refs through a callback.
 Encoding keeps JSON types as they are (integers stay integers, None is null), tags the rest, and

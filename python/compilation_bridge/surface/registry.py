@@ -1,6 +1,6 @@
 """Mechanics of the allowlist: exposed modules (name -> lazily loaded attributes) and exposed types.
 
-Rules (DESIGN.md, security model):
+Rules (docs/design.md, The allowlist):
 - modules: only registered names resolve; an unknown module is refused before anything is imported;
 - attributes of an exposed type: its public fields, properties and methods, the underscore names listed
   for it, and the fixed protocol dunders; a name that does not exist fails with Python's own

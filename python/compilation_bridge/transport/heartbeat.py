@@ -1,4 +1,4 @@
-"""Python -> Elixir heartbeat (Snakepit spec §2.4): the worker's only protection against being orphaned.
+"""Python -> Elixir heartbeat (docs/wire.md, Heartbeat): the worker's only protection against being orphaned.
 
 Every interval it sends `Heartbeat{session_id, client_time}` to Snakepit's BridgeServer. Only failed
 RPCs count as misses (`session_valid=false` does not, as in the reference). After `max_missed`

@@ -1,4 +1,4 @@
-"""Start-up options: Snakepit's command line (spec §1.1) plus this worker's own, and the environment.
+"""Start-up options: Snakepit's command line (docs/wire.md#launch-arguments), ours, and the environment.
 
 Snakepit passes `--adapter --port --elixir-address --snakepit-run-id --snakepit-instance-name
 [--snakepit-instance-token]` and, depending on the profile, `--max-workers`, `--thread-safety-check` and
@@ -26,7 +26,7 @@ DEFAULT_STREAM_IDLE_S = 30.0
 
 @dataclass(frozen=True)
 class HeartbeatConfig:
-    """Python -> Elixir heartbeat (spec §2.4): in dependent mode, repeated failures stop the worker."""
+    """Python -> Elixir heartbeat (docs/wire.md#heartbeat): if dependent, repeated misses stop the worker."""
 
     enabled: bool = True
     interval_ms: int = 2000

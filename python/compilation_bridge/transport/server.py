@@ -1,6 +1,6 @@
 """Process lifecycle of the gRPC worker: bind, serve, signal readiness, stop on SIGTERM/SIGINT.
 
-Order (Snakepit spec §1.5, §2.5): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
+Order (docs/wire.md#ready-file): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
 runs on the gRPC server's threads, behind a cap that leaves threads free for Ping/Heartbeat. On
 SIGTERM or SIGINT the server stops accepting calls and the process exits 0 within about a second,
 even if a tool (a long compile) is still running: Python cannot interrupt that thread, so the

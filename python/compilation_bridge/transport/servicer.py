@@ -1,4 +1,4 @@
-"""The Snakepit 0.13 `BridgeService`, served by this worker (spec §3).
+"""The Snakepit 0.13 `BridgeService`, served by this worker (docs/wire.md, RPCs).
 
 Tool RPCs decode the JSON in each parameter's `Any.value` (whatever its type_url) into one payload dict
 and hand it to the transport-agnostic `Dispatcher`; results go back as JSON bytes in `result.value`,
@@ -204,7 +204,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
                 raise ValueError(f"parameter {key!r} is not valid JSON: {exc}") from None
         if request.binary_parameters:
             for key, data in request.binary_parameters.items():
-                payload[key] = bytes(data)  # raw bytes override a same-named JSON parameter (spec §4.1)
+                payload[key] = bytes(data)  # raw bytes override a JSON parameter (docs/wire.md#executetool)
         return payload
 
     def _tool_response(
@@ -266,7 +266,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
 
     @staticmethod
     def _abort(context: grpc.ServicerContext, reply: Reply) -> None:
-        # Streams report failures as INTERNAL with the JSON error payload as details (spec §5).
+        # Streams report failures as INTERNAL with the JSON error payload as details (docs/wire.md#streaming).
         context.abort(grpc.StatusCode.INTERNAL, _error_json(reply))
 
 

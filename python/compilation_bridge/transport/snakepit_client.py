@@ -2,7 +2,7 @@
 
 `WorkerProcess.spawn` starts a worker exactly as Snakepit's GRPCWorker does (argv, environment, cwd,
 ready file, `Ping("connection_test")`, `InitializeSession`, a heartbeat every 2 s); `SnakeBridgeSession`
-builds exactly the payloads SnakeBridge's runtime sends (wire spec §2) and decodes replies as Elixir does.
+builds exactly the payloads SnakeBridge's runtime sends (docs/wire.md#tools), decodes replies as Elixir does.
 """
 
 from __future__ import annotations
