@@ -30,7 +30,7 @@ import sys
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 GENERATED_DIR = Path("lib/generated")
 VLLM_VERSION = "0.14.0"
@@ -253,7 +253,9 @@ def constructor(cls: type) -> list[Function]:
         params = tuple(Param(variable(n), "term()") for n in names)
         docs = field_docs(cls)
         fields = tuple(
-            (f.name, field_summary(docs.get(f.name, ""))) for f in dataclasses.fields(cls) if f.init
+            (f.name, field_summary(docs.get(f.name, "")))
+            for f in dataclasses.fields(cast(Any, cls))
+            if f.init
         )
         return [
             Function("new", "new", "__init__", params, returns="SnakeBridge.Ref.t()"),

@@ -115,7 +115,7 @@ def _decode_complex(value: dict[str, Any], _r: ResolveRef, _d: int) -> complex:
     return complex(real, imag)
 
 
-def _decode_iso(kind: type) -> Callable[[dict[str, Any], ResolveRef, int], Any]:
+def _decode_iso(kind: type[dt.date] | type[dt.time]) -> Callable[[dict[str, Any], ResolveRef, int], Any]:
     def decode_iso(value: dict[str, Any], _r: ResolveRef, _d: int) -> Any:
         text = value["value"]
         if not isinstance(text, str):

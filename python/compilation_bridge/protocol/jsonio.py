@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+_orjson: Any
 try:  # a plain environment without orjson still gives a working worker
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment

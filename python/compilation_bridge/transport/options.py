@@ -168,16 +168,20 @@ def _heartbeat_config(args: argparse.Namespace, env: dict[str, str]) -> Heartbea
         if isinstance(parsed, dict):
             values.update({k: v for k, v in parsed.items() if k in HeartbeatConfig.__dataclass_fields__})
     defaults = HeartbeatConfig()
+
+    def number(key: str, least: int) -> int:
+        value = values.get(key, getattr(defaults, key))
+        if not isinstance(value, int | float | str):
+            raise TypeError(f"{key} must be a number")
+        return max(least, int(value))
+
     try:
         return HeartbeatConfig(
             enabled=bool(values.get("enabled", defaults.enabled)),
-            interval_ms=max(10, int(values.get("interval_ms", defaults.interval_ms))),  # type: ignore[arg-type]
-            timeout_ms=max(10, int(values.get("timeout_ms", defaults.timeout_ms))),  # type: ignore[arg-type]
-            max_missed_heartbeats=max(
-                1,
-                int(values.get("max_missed_heartbeats", defaults.max_missed_heartbeats)),  # type: ignore[arg-type]
-            ),
-            initial_delay_ms=max(0, int(values.get("initial_delay_ms", defaults.initial_delay_ms))),  # type: ignore[arg-type]
+            interval_ms=number("interval_ms", 10),
+            timeout_ms=number("timeout_ms", 10),
+            max_missed_heartbeats=number("max_missed_heartbeats", 1),
+            initial_delay_ms=number("initial_delay_ms", 0),
             dependent=bool(values.get("dependent", defaults.dependent)),
         )
     except (TypeError, ValueError):

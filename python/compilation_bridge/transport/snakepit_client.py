@@ -150,7 +150,7 @@ class WorkerProcess:
     ) -> WorkerProcess:
         script = script or launch_script()
         elixir = ElixirBridgeServer() if elixir_address is None else None
-        elixir_address = elixir.address if elixir is not None else elixir_address
+        elixir_address = elixir.address if elixir is not None else str(elixir_address)
         tmp = tempfile.mkdtemp(prefix="snakepit_")
         ready_file = os.path.join(tmp, f"snakepit_ready_default_worker_1_{time.monotonic_ns()}")
         log_path = os.path.join(tmp, "worker.log")
