@@ -19,9 +19,41 @@ hostile request cannot widen what the worker may import or where it may write.
 from __future__ import annotations
 
 import functools
+import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger("compilation_bridge")
+
+# ------------------------------------------------------------------ the one parser of the environment
+# Every operator setting of the worker is read through these two (and the typed Settings below), so that
+# `TRUE`, `yes` or ` 1 ` mean the same everywhere. README, "Environment variables", lists them all.
+TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
+
+
+def is_true(text: str) -> bool:
+    """On for 1, true, yes or on (any case, spaces ignored); off otherwise."""
+    return text.strip().lower() in TRUE_WORDS
+
+
+def env_flag(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """An on/off setting of the environment (see `is_true`); off when unset."""
+    return is_true((os.environ if env is None else env).get(name, ""))
+
+
+def env_int(name: str, default: int, *, least: int = 1, env: Mapping[str, str] | None = None) -> int:
+    """A whole-number setting of at least `least`; unset gives `default`, a malformed value too (logged)."""
+    raw = (os.environ if env is None else env).get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return max(least, int(raw))
+    except ValueError:
+        log.warning("ignoring %s=%r: not a whole number", name, raw)
+        return default
+
 
 PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
 ALLOWED_ROOTS_ENV = "COMPILATION_BRIDGE_ALLOWED_ROOTS"

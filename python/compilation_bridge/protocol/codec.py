@@ -12,12 +12,12 @@ import base64
 import binascii
 import datetime as dt
 import math
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from compilation_bridge.protocol.refs import is_wire_ref
+from compilation_bridge.settings import env_flag
 
 SCHEMA = 1
 MAX_DEPTH = 64
@@ -50,7 +50,7 @@ _SPECIAL_FLOATS = {"infinity": math.inf, "neg_infinity": -math.inf, "nan": math.
 
 
 def _atom_class_enabled() -> bool:
-    return os.environ.get("SNAKEBRIDGE_ATOM_CLASS", "").strip().lower() in ("1", "true", "yes")
+    return env_flag("SNAKEBRIDGE_ATOM_CLASS")
 
 
 # ---------------------------------------------------------------------------------------------- decode

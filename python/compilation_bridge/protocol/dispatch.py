@@ -7,7 +7,6 @@ Transport-agnostic: the gRPC servicer and the Erlang-port loop both call `Dispat
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from compilation_bridge.protocol.errors import (
 )
 from compilation_bridge.protocol.refs import RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import check_session_id
+from compilation_bridge.settings import env_flag
 from compilation_bridge.surface import Surface, default_surface
 
 log = logging.getLogger("compilation_bridge.protocol")
@@ -44,7 +44,7 @@ class Reply:
 
 
 def _legacy_allowed() -> bool:
-    return os.environ.get("SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL", "").strip().lower() in ("1", "true", "yes")
+    return env_flag("SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL")
 
 
 def check_protocol(payload: dict[str, Any]) -> None:

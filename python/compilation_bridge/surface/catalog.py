@@ -9,11 +9,15 @@ a call names it.
 from __future__ import annotations
 
 import importlib
-import os
+import logging
 from collections.abc import Iterable
 from typing import Any
 
+from compilation_bridge.settings import env_flag
+from compilation_bridge.surface import testing
 from compilation_bridge.surface.registry import ExposedModule, ExposedType, Surface
+
+log = logging.getLogger("compilation_bridge.surface")
 
 CONFIG_PACKAGE = "compilation_bridge.vllm_config"
 COMPILE_PACKAGE = "compilation_bridge.compile"
@@ -197,6 +201,27 @@ def default_surface() -> Surface:
     modules.append(
         ExposedModule(COMPILE_PACKAGE, _compile_loader, _compile_types, progress=progress, warm=_compile_warm)
     )
-    if os.environ.get("COMPILATION_BRIDGE_TEST_HOOKS") == "1":  # see surface/testing.py
-        modules.append(ExposedModule("compilation_bridge.testing", _testing_loader))
+    if env_flag(testing.ENV):  # see surface/testing.py
+        modules.append(ExposedModule(testing.MODULE, _testing_loader))
     return Surface(modules, value_check=check_size_value)
+
+
+PRELOAD_COMPILE_ENV = "COMPILATION_BRIDGE_PRELOAD_COMPILE"
+
+
+def preload_compile_wanted() -> bool:
+    """COMPILATION_BRIDGE_PRELOAD_COMPILE: load torch, Dynamo and Inductor at start (hundreds of MiB)."""
+    return env_flag(PRELOAD_COMPILE_ENV)
+
+
+def warm_up(surface: Surface, *, config_model: bool = True, compile_stack: bool = False) -> None:
+    """Import the configuration model and/or torch, Dynamo and Inductor ahead of the first call that needs
+    them. Never raises: a call that needs what failed reports the error itself."""
+    try:
+        for name in surface.module_names() if config_model else ():
+            if name.startswith("vllm."):
+                surface.load_module(name)
+        if compile_stack:
+            surface.load_module(COMPILE_PACKAGE, warm=True)
+    except Exception:
+        log.exception("warm-up failed; calls that need it will report the error")

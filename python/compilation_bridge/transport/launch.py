@@ -42,15 +42,22 @@ def launched_by_snakepit(options: serve_options.ServeOptions) -> bool:
     return bool(options.run_id or options.ready_file)
 
 
+def run_worker(options: serve_options.ServeOptions) -> int:
+    """What both doors (this script and `compilation-bridge serve`) do once logging and options are set."""
+    apply_platform(options.platform)
+    if options.health_check:
+        return health_check()
+    from compilation_bridge.transport.server import serve
+
+    return serve(options)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     options = serve_options.parse(sys.argv[1:] if argv is None else argv)
     if options.ignored:
         log.debug("ignoring unknown arguments %s", list(options.ignored))
-    apply_platform(options.platform)
-    if options.health_check:
-        return health_check()
-    if not launched_by_snakepit(options):
+    if not options.health_check and not launched_by_snakepit(options):
         # A server nobody waits for and Snakepit's cleanup cannot match (it looks for the run id) would
         # outlive its caller: refuse, and point a person at the command meant for serving by hand.
         print(
@@ -59,6 +66,4 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from compilation_bridge.transport.server import serve
-
-    return serve(options)
+    return run_worker(options)

@@ -14,6 +14,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from compilation_bridge.settings import env_flag, env_int, is_true
+
 log = logging.getLogger("compilation_bridge.transport")
 
 DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit dials localhost over IPv4
@@ -72,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--platform", choices=("cpu", "cuda"), help="sets COMPILATION_BRIDGE_PLATFORM")
     parser.add_argument("--ready-file", help="where to write the bound port (default: $SNAKEPIT_READY_FILE)")
     parser.add_argument("--health-check", action="store_true", help="check the worker can start; exit 0/1")
-    parser.add_argument("--heartbeat-enabled", dest="hb_enabled", type=_truthy, default=None)
+    parser.add_argument("--heartbeat-enabled", dest="hb_enabled", type=is_true, default=None)
     parser.add_argument("--heartbeat-interval-ms", dest="hb_interval_ms", type=int, default=None)
     parser.add_argument("--heartbeat-timeout-ms", dest="hb_timeout_ms", type=int, default=None)
     parser.add_argument("--heartbeat-max-missed", dest="hb_max_missed", type=int, default=None)
@@ -90,10 +92,6 @@ def _port_number(text: str) -> int:
     if not 0 <= port <= MAX_PORT:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to {MAX_PORT}, got {text!r}")
     return port
-
-
-def _truthy(text: str) -> bool:
-    return text.strip().lower() in ("1", "true", "t", "yes", "y", "on")
 
 
 def parse(argv: Sequence[str], env: dict[str, str] | None = None) -> ServeOptions:
@@ -118,31 +116,22 @@ def from_namespace(
         instance_name=args.instance_name,
         platform=args.platform,
         ready_file=args.ready_file or env.get("SNAKEPIT_READY_FILE"),
-        process_group=_truthy(env.get("SNAKEPIT_PROCESS_GROUP", "")),
+        process_group=env_flag("SNAKEPIT_PROCESS_GROUP", env),
         health_check=args.health_check,
-        max_request_bytes=_env_int(env, "COMPILATION_BRIDGE_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES),
-        max_concurrent_calls=_env_int(
-            env, "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS
+        max_request_bytes=env_int("COMPILATION_BRIDGE_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, env=env),
+        max_concurrent_calls=env_int(
+            "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS, env=env
         ),
-        reflection=_truthy(env.get("COMPILATION_BRIDGE_REFLECTION", "")),
-        max_reflection_streams=_env_int(
-            env, "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS
+        reflection=env_flag("COMPILATION_BRIDGE_REFLECTION", env),
+        max_reflection_streams=env_int(
+            "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS, env=env
         ),
         stream_idle_s=float(
-            _env_int(env, "COMPILATION_BRIDGE_STREAM_IDLE_SECONDS", int(DEFAULT_STREAM_IDLE_S))
+            env_int("COMPILATION_BRIDGE_STREAM_IDLE_SECONDS", int(DEFAULT_STREAM_IDLE_S), env=env)
         ),
         heartbeat=_heartbeat_config(args, env),
         ignored=tuple(unknown),
     )
-
-
-def _env_int(env: dict[str, str], name: str, default: int) -> int:
-    try:
-        value = int(env.get(name, "") or default)
-    except ValueError:
-        log.warning("ignoring %s=%r: not an integer", name, env.get(name))
-        return default
-    return max(1, value)
 
 
 def _heartbeat_config(args: argparse.Namespace, env: dict[str, str]) -> HeartbeatConfig:

@@ -24,6 +24,7 @@ and exits cleanly instead of reading garbage. There is no heartbeat: the port cl
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -38,6 +39,7 @@ import msgpack
 
 from compilation_bridge.protocol.dispatch import STREAM_TOOL, Dispatcher, Reply
 from compilation_bridge.protocol.errors import fallback_payload
+from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
 
 log = logging.getLogger("compilation_bridge.transport.port")
 
@@ -48,8 +50,6 @@ DEFAULT_MAX_REPLY_BYTES = 64 * 1024 * 1024
 # Exit statuses the Elixir side can tell apart from a crash.
 EXIT_OK = 0
 EXIT_BAD_STREAM = 3
-PRELOAD_ENV = "COMPILATION_BRIDGE_PRELOAD_COMPILE"
-COMPILE_MODULE = "compilation_bridge.compile"
 
 
 class FrameError(ValueError):
@@ -174,24 +174,12 @@ class PortServer:
             self.handle(body)
 
     def warm_up(self) -> None:
-        """Import the configuration model before announcing readiness, so no call pays for it; with
-        COMPILATION_BRIDGE_PRELOAD_COMPILE=1 (as for the gRPC worker) torch, Dynamo and Inductor load
-        on a background thread after readiness."""
-        surface = self.dispatcher.surface
-        try:
-            for name in surface.module_names():
-                if name.startswith("vllm."):
-                    surface.load_module(name)
-        except Exception:
-            log.exception("warm-up of the configuration model failed; calls will report the error")
-        if os.environ.get(PRELOAD_ENV, "").strip().lower() in ("1", "true", "yes"):
-            threading.Thread(target=self._preload_compile, name="warm-up", daemon=True).start()
-
-    def _preload_compile(self) -> None:
-        try:
-            self.dispatcher.surface.load_module(COMPILE_MODULE, warm=True)
-        except Exception:
-            log.exception("preloading the compile stack failed; compile calls will report the error")
+        """The configuration model before readiness is announced, so no call pays for it; with
+        COMPILATION_BRIDGE_PRELOAD_COMPILE (as for the gRPC worker) the compile stack after, on a thread."""
+        warm_up(self.dispatcher.surface)
+        if preload_compile_wanted():
+            warm = functools.partial(warm_up, self.dispatcher.surface, config_model=False, compile_stack=True)
+            threading.Thread(target=warm, name="warm-up", daemon=True).start()
 
     def handle(self, body: bytes) -> None:
         message: dict[str, Any] = {}

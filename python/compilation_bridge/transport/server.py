@@ -10,6 +10,7 @@ process ends with os._exit once the server has stopped.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import grpc
 
 from compilation_bridge.protocol.dispatch import Dispatcher
+from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.heartbeat import HeartbeatClient
@@ -34,7 +36,6 @@ log = logging.getLogger("compilation_bridge.transport")
 
 SERVICE_NAME = "snakepit.bridge.BridgeService"
 SERVICE_NAMES = (SERVICE_NAME, "grpc.health.v1.Health")  # what reflection lists, when enabled
-COMPILE_MODULE = "compilation_bridge.compile"
 STOP_GRACE_S = 0.5
 # Threads beyond the tool cap and the long-lived streams' caps, always free for Ping, Heartbeat and the
 # session RPCs (all short): no number of open streams or running tools can take them.
@@ -138,20 +139,6 @@ def _add_health(server: grpc.Server) -> None:
     assert pb.DESCRIPTOR.services_by_name["BridgeService"].full_name == SERVICE_NAME
 
 
-def _warm_up(dispatcher: Dispatcher, compile_too: bool) -> None:
-    """Import the configuration model after readiness, so the first call does not pay for it; with
-    COMPILATION_BRIDGE_PRELOAD_COMPILE=1 also torch, Dynamo and Inductor (hundreds of MiB: opt-in)."""
-    surface = dispatcher.surface
-    try:
-        for name in surface.module_names():
-            if name.startswith("vllm."):
-                surface.load_module(name)
-        if compile_too:
-            surface.load_module(COMPILE_MODULE, warm=True)
-    except Exception:
-        log.exception("warm-up failed; calls that need it will report the error")
-
-
 def serve(options: ServeOptions) -> int:
     """Run the worker until SIGTERM/SIGINT (or, in dependent mode, until Elixir is gone). Never returns
     normally once serving: the process exits with os._exit (see module docstring)."""
@@ -170,8 +157,9 @@ def serve(options: ServeOptions) -> int:
         write_ready_file(options.ready_file, running.port)
     log.info("serving on %s:%d (pid %d, run id %s)", options.host, running.port, os.getpid(), options.run_id)
     heartbeat = _start_heartbeat(options, running.servicer, stop)
-    compile_too = os.environ.get("COMPILATION_BRIDGE_PRELOAD_COMPILE", "").strip() in ("1", "true", "yes")
-    threading.Thread(target=_warm_up, args=(dispatcher, compile_too), name="warm-up", daemon=True).start()
+    # After readiness, so Snakepit's start-up is not held up by imports the first call would pay for.
+    warm = functools.partial(warm_up, dispatcher.surface, compile_stack=preload_compile_wanted())
+    threading.Thread(target=warm, name="warm-up", daemon=True).start()
     while not stop.wait(0.05):
         pass
     log.info("stopping")
