@@ -90,15 +90,29 @@ def test_idle_reflection_streams_are_capped_and_leave_the_control_path_free(work
 
 def test_an_idle_reflection_stream_is_cancelled(worker: WorkerProcess) -> None:
     release = threading.Event()
-    stream = _idle_reflection_stream(worker, release)
+    stream = _open_reflection_stream(worker, release)
     try:
-        next(stream)
         with pytest.raises(grpc.RpcError) as ended:
             next(stream)  # nothing more is sent: the server ends it after its idle timeout (2 s here)
         assert ended.value.code() == grpc.StatusCode.CANCELLED
     finally:
         release.set()
         stream.cancel()
+
+
+def _open_reflection_stream(worker: WorkerProcess, release: threading.Event) -> Any:
+    """An idle stream past its first answer, once a slot is free (streams of an earlier test may still be
+    closing on the server's side)."""
+    deadline = time.monotonic() + 10
+    while True:
+        stream = _idle_reflection_stream(worker, release)
+        try:
+            next(stream)
+            return stream
+        except grpc.RpcError as exc:
+            if exc.code() != grpc.StatusCode.RESOURCE_EXHAUSTED or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def test_streams_and_calls_at_their_caps_leave_the_control_path_free(worker: WorkerProcess) -> None:
