@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,6 @@ from diff_harness import REPO
 
 from compilation_bridge.surface.catalog import default_surface
 from compilation_bridge.surface.registry import WORKER_OWNED_FIELDS
-from conftest import oracle_python
 
 # Each class with the constructor keywords it needs on a CPU machine.
 CLASSES: dict[str, dict[str, Any]] = {
@@ -47,7 +47,7 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def assignable_in_vllm() -> dict[str, list[str]]:
-    python = oracle_python()
+    python = Path(os.environ.get("ORACLE_VENV") or REPO / ".oracle-venv") / "bin" / "python"
     if not python.exists():
         pytest.skip(f"no vLLM 0.14.0 oracle at {python}: bash scripts/setup_oracle.sh builds it")
     env = {**os.environ, "PYTHONHASHSEED": "0", "VLLM_TARGET_DEVICE": "cpu"}

@@ -111,17 +111,8 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "Range": frozenset(),
 }
 ENUM_TYPES = ("CompilationMode", "CUDAGraphMode", "DynamicShapesType", "OptimizationLevel")
-# Fields that make the worker allocate or loop in proportion to their value (docs/design.md#size-caps):
-# set_attr bypasses pydantic's validators, so the cap is applied here too.
-SIZE_FIELDS = frozenset(
-    {
-        "max_cudagraph_capture_size",
-        "cudagraph_capture_sizes",
-        "compile_sizes",
-        "compile_ranges_split_points",
-        "bs_to_padded_graph_size",
-    }
-)
+# Besides the fields construction caps, set_attr can write the padding table: capped the same way.
+PADDING_TABLE_FIELD = "bs_to_padded_graph_size"
 
 
 def _config_package() -> Any:
@@ -171,10 +162,14 @@ def _compile_types() -> Iterable[ExposedType]:
 
 
 def check_size_value(field: str, value: Any) -> None:
-    if field not in SIZE_FIELDS:
-        return
+    """Fields that make the worker allocate or loop in proportion to their value (docs/design.md#size-caps):
+    set_attr bypasses pydantic's validators, so the cap construction applies is applied here too."""
+    # Imported here: the configuration model loads after readiness, not with the surface.
+    from compilation_bridge.vllm_config.compilation import CAPPED_SIZE_FIELDS
     from compilation_bridge.vllm_config.limits import check_size, check_sizes
 
+    if field not in CAPPED_SIZE_FIELDS and field != PADDING_TABLE_FIELD:
+        return
     if isinstance(value, list | tuple | set | frozenset):
         check_sizes(field, value)
     else:

@@ -57,13 +57,18 @@ def _default_save_format() -> str | None:
     return env_with_choices("VLLM_COMPILE_CACHE_SAVE_FORMAT", "binary", SAVE_FORMATS)
 
 
-def resolve_allowed_callable(qualname: str, what: str) -> Any:
-    """Import `module.attr` only when the operator allowlisted that exact name."""
+def check_allowed_callable(qualname: str, what: str) -> None:
+    """Refuse, before anything is imported, a name of code the operator did not allowlist exactly."""
     if qualname not in get_settings().allowed_callables:
         raise ValueError(
             f"{what} {qualname!r} is not on the operator's allowlist ({ALLOWED_CALLABLES_ENV}); "
             "nothing was imported"
         )
+
+
+def resolve_allowed_callable(qualname: str, what: str) -> Any:
+    """Import `module.attr` only when the operator allowlisted that exact name."""
+    check_allowed_callable(qualname, what)
     module_name, obj_name = qualname.rsplit(".", 1)
     return getattr(importlib.import_module(module_name), obj_name)
 
@@ -541,11 +546,7 @@ class CompilationConfig:
                 assert callable(v), f"pass {k} should be callable or a qualified name"
                 self.inductor_compile_config[k] = _as_inductor_pass(v)
                 continue
-            if v not in get_settings().allowed_callables:
-                raise ValueError(
-                    f"inductor pass {k}: {v!r} is not on the operator's allowlist "
-                    f"({ALLOWED_CALLABLES_ENV}); nothing was imported"
-                )
+            check_allowed_callable(v, f"inductor pass {k}:")
             # vLLM's resolution: only attributes of top-level modules resolve ("os.path.join" -> KeyError).
             names = v.split(".")
             module = ".".join(names[:-1])
