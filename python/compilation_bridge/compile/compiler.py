@@ -195,6 +195,31 @@ class InductorStandaloneAdaptor(CompilerInterface):
 
         return run
 
+    def load_bytes(self, data: bytes, graph: fx.GraphModule) -> Callable[..., Any]:
+        """An artifact saved in the "binary" format, from bytes the caller has verified (the warm-start
+        bundle): the same steps as `CompiledArtifact.load`, which would read the file again itself."""
+        from torch._inductor.codecache import torch_key
+        from torch._inductor.compile_fx import graph_returns_tuple
+        from torch._inductor.standalone_compile import CacheCompiledArtifact
+        from torch.utils._appending_byte_serializer import BytesReader
+
+        reader = BytesReader(data)
+        if reader.read_bytes() != CacheCompiledArtifact.CACHE_HEADER or reader.read_bytes() != torch_key():
+            raise ValueError("not a CacheCompiledArtifact of this torch build")
+        key = reader.read_str()
+        artifact_bytes = reader.read_bytes()
+        if not reader.is_finished():
+            raise ValueError("trailing bytes after the artifact")
+        torch.compiler.load_cache_artifacts(artifact_bytes)
+        artifact = CacheCompiledArtifact._load_impl(contextlib.nullcontext(), key)
+        returns_tuple = graph_returns_tuple(graph)
+
+        def run(*args: Any) -> Any:
+            out = artifact(*args)
+            return out if returns_tuple else out[0]
+
+        return run
+
 
 def make_compiler(backend: str, save_format: str) -> CompilerInterface:
     if backend == "inductor":

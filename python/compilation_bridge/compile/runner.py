@@ -20,9 +20,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from compilation_bridge.compile import models, ops, progress
+from compilation_bridge.compile import models, ops, progress, warm
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
-from compilation_bridge.compile.counters import CompilationCounter
+from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
 from compilation_bridge.compile.piecewise import tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
@@ -64,7 +64,7 @@ class CompiledModel:
         options: dict[str, Any],
         model: nn.Module,
         plan: CompilePlan,
-        forward: CompiledForward,
+        forward: CompiledForward | warm.LoadedForward,
         backend: VllmBackend | None,
         counter: CompilationCounter,
         device: torch.device,
@@ -120,7 +120,8 @@ class CompiledModel:
             if self.backend is not None:
                 self.backend.trace_start_time = time.time()
                 with tracing_only(), torch.no_grad():
-                    self.forward(*inputs)
+                    out = self.forward(*inputs)
+                self.backend.record_trace(inputs, out)
             else:
                 with torch.no_grad():
                     self.forward(*inputs)
@@ -221,8 +222,21 @@ class CompiledModel:
             "compiled_ranges": compiled_ranges,
             "max_num_tokens": plan.max_num_tokens,
             "counters": self.counter.as_dict(),
+            "warm_start": (
+                backend.warm_start.as_dict()
+                if backend is not None
+                else {"used": False, "reason": "warm starts are for VLLM_COMPILE", "seconds": None}
+            ),
+            # graphs Dynamo captured in this whole process (0 after a warm start that traced nothing)
+            "dynamo_graphs_in_process": _dynamo_graphs(),
             **self.cudagraphs.report(),
         }
+
+
+def _dynamo_graphs() -> int:
+    """Graphs Dynamo captured in this process; never imports Dynamo just to say 0."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    return int(utils.counters["stats"]["unique_graphs"]) if utils is not None else 0
 
 
 def preload() -> None:
@@ -275,9 +289,15 @@ def compile_model(
         target = cc.init_backend(plan.vllm_config)
         if target == "inductor":
             check_inductor_cache_dir()
-    forward = CompiledForward(
-        module, plan.mode, target, plan.inductor_compile_config, counter, cc.dynamic_shapes_config
-    )
+    forward: CompiledForward | warm.LoadedForward | None = None
+    if backend is not None:
+        forward = warm.try_load(backend, module, module.example_inputs(2, device))  # type: ignore[operator]
+        if forward is not None:
+            bump(counter, "num_models_seen")
+    if forward is None:
+        forward = CompiledForward(
+            module, plan.mode, target, plan.inductor_compile_config, counter, cc.dynamic_shapes_config
+        )
     compiled = CompiledModel(model, model_size_options, module, plan, forward, backend, counter, device)
     if backend is not None:
         compiled.trace()
