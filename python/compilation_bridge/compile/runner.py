@@ -10,6 +10,7 @@ vLLM's runner does with its dummy run, so the trace never specialises to a small
 from __future__ import annotations
 
 import importlib
+import statistics
 import sys
 import threading
 import time
@@ -35,6 +36,18 @@ from compilation_bridge.vllm_config.platforms import current_platform
 # not change the compiled code: dimension 0 is symbolic whatever its traced value (>= 2).
 RUN_TOKENS_CAP = 1 << 16
 TRACE_TOKENS_CAP = 2048
+# Timings are medians of this many runs after WARMUP_RUNS untimed ones; a single sample is noise.
+DEFAULT_REPEATS = 20
+MAX_REPEATS = 1000
+MIN_REPEATS = 3
+WARMUP_RUNS = 2
+TIMING_BUDGET_S = 3.0
+
+
+def _check_repeats(repeats: int) -> int:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be an int between 1 and {MAX_REPEATS}, got {repeats!r}")
+    return repeats
 
 
 def _device() -> torch.device:
@@ -85,6 +98,7 @@ class CompiledModel:
         )
         self.first_run_seconds: float | None = None
         self.runs = 0
+        self.timings: dict[int, dict[str, Any]] = {}  # by token count, the latest run's medians
         # one run at a time: a lazy compile must not race with another call on the same model
         self._lock = threading.Lock()
 
@@ -126,11 +140,17 @@ class CompiledModel:
                 with torch.no_grad():
                     self.forward(*inputs)
 
-    def run(self, num_tokens: int) -> dict[str, Any]:
-        with self._lock:
-            return self._run(num_tokens)
+    def run(self, num_tokens: int, *, repeats: int = DEFAULT_REPEATS) -> dict[str, Any]:
+        """Run `num_tokens` tokens: the first call apart, then medians of `repeats` timed runs.
 
-    def _run(self, num_tokens: int) -> dict[str, Any]:
+        The first call compiles or loads what this size needs (`first_call_ms`); after a warm-up,
+        compiled and eager forwards are timed alternately and `compiled_ms` / `eager_ms` are the
+        medians. One sample is noise on a shared machine (a 100x swing between two rows).
+        """
+        with self._lock:
+            return self._run(num_tokens, _check_repeats(repeats))
+
+    def _run(self, num_tokens: int, repeats: int) -> dict[str, Any]:
         self._check_tokens(num_tokens)
         before = self.counter.clone()
         first = self.runs == 0
@@ -140,26 +160,26 @@ class CompiledModel:
             inputs = self._inputs(padded)
             call = self.full_graph if runtime_mode == CUDAGraphMode.FULL and self.full_graph else self.forward
             with torch.no_grad(), forward_context(runtime_mode, padded):
-                self._sync()
-                start = time.perf_counter()
-                out = _slice(call(*inputs), num_tokens)
-                self._sync()
-                seconds = time.perf_counter() - start
-            with torch.no_grad():
+                first_call, out = self._timed(lambda: _slice(call(*inputs), num_tokens))
                 eager_inputs = self._inputs(num_tokens)
-                self._sync()
-                start = time.perf_counter()
                 reference = self.model(*eager_inputs)
-                self._sync()
-                eager_seconds = time.perf_counter() - start
+                compiled_s, eager_s, repeats = self._medians(
+                    lambda: call(*inputs), lambda: self.model(*eager_inputs), repeats
+                )
         self.runs += 1
         if first:
-            self.first_run_seconds = seconds
+            self.first_run_seconds = first_call
         after = self.counter
-        return {
+        result = {
             "num_tokens": num_tokens,
-            "seconds": seconds,
-            "eager_seconds": eager_seconds,
+            "repeats": repeats,
+            "warmup": WARMUP_RUNS,
+            "first_call_ms": first_call * 1e3,
+            "compiled_ms": compiled_s * 1e3,
+            "eager_ms": eager_s * 1e3,
+            "speedup_vs_eager": eager_s / compiled_s if compiled_s > 0 else None,
+            "seconds": compiled_s,
+            "eager_seconds": eager_s,
             "max_abs_diff_vs_eager": _max_abs_diff(out, reference),
             "backend_compilations": after.num_backend_compilations - before.num_backend_compilations,
             "artifacts_loaded": after.num_compiled_artifacts_loaded - before.num_compiled_artifacts_loaded,
@@ -167,6 +187,33 @@ class CompiledModel:
             "padded_num_tokens": padded,
             "dispatched_to": self._dispatched_to(num_tokens),
         }
+        self.timings[num_tokens] = {
+            k: result[k]
+            for k in ("num_tokens", "repeats", "warmup", "first_call_ms", "compiled_ms", "eager_ms")
+        }
+        return result
+
+    def _timed(self, fn: Any) -> tuple[float, Any]:
+        self._sync()
+        start = time.perf_counter()
+        out = fn()
+        self._sync()
+        return time.perf_counter() - start, out
+
+    def _medians(self, compiled: Any, eager: Any, repeats: int) -> tuple[float, float, int]:
+        """Median seconds of up to `repeats` calls of each after a warm-up, timed alternately so that
+        both see the same machine load; stops early (and says how many it timed) past a time budget,
+        so a large token count cannot make one call run for minutes."""
+        deadline = time.perf_counter() + TIMING_BUDGET_S
+        for _ in range(WARMUP_RUNS):
+            compiled()
+            eager()
+        a: list[float] = []
+        b: list[float] = []
+        while len(a) < repeats and (len(a) < MIN_REPEATS or time.perf_counter() < deadline):
+            a.append(self._timed(compiled)[0])
+            b.append(self._timed(eager)[0])
+        return statistics.median(a), statistics.median(b), len(a)
 
     def _dispatched_to(self, num_tokens: int) -> list[int] | None:
         if self.backend is None or not self.backend.piecewise_backends:
@@ -214,6 +261,8 @@ class CompiledModel:
             "num_artifacts_loaded": self.counter.num_compiled_artifacts_loaded,
             "compilation_time_s": cc.compilation_time,
             "first_run_seconds": self.first_run_seconds,
+            # medians of N runs after a warm-up, in ms, per token count; first_call_ms apart
+            "timings": [self.timings[n] for n in sorted(self.timings)],
             "local_cache_dir": getattr(backend, "local_cache_dir", None),
             "cache_enabled": backend is not None and not backend.disable_cache,
             "cache_status": backend.cache_status if backend is not None else "no cache in this mode",

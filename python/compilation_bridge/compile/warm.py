@@ -21,6 +21,8 @@ import inspect
 import json
 import logging
 import pickle
+import platform
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,9 +99,9 @@ def output_structure(forward_out: Any, graph_out: Any) -> str:
         raise Unavailable("the graph did not return a tuple")
     if isinstance(forward_out, torch.Tensor) and len(graph_out) == 1 and graph_out[0] is forward_out:
         return "single"
-    if type(forward_out) is tuple and len(forward_out) == len(graph_out):
-        if all(a is b for a, b in zip(forward_out, graph_out, strict=True)):
-            return "tuple"
+    same = type(forward_out) is tuple and len(forward_out) == len(graph_out)
+    if same and all(a is b for a, b in zip(forward_out, graph_out, strict=True)):
+        return "tuple"
     raise Unavailable("the forward's return value is not the graph's output as it is")
 
 
@@ -178,6 +180,7 @@ def _save(backend: VllmBackend) -> None:
         "compiler": backend.compiler_manager.compiler.name,
         "pieces": [_piece_record(p) for p in backend.piecewise_backends],
         "payload_sha256": payload_digest,
+        "vec_isa": _vec_isa_record(),
     }
     aot.write_verified(local / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
 
@@ -195,6 +198,43 @@ def _piece_record(piece: PiecewiseBackend) -> dict[str, Any]:
 def input_meta(args: tuple[Any, ...]) -> list[list[Any]]:
     """What a caller's arguments must look like: dtype, rank and device of each tensor."""
     return [[str(a.dtype), a.dim(), a.device.type] for a in args if isinstance(a, torch.Tensor)]
+
+
+def _claimed_isas() -> list[str] | None:
+    """The vector ISAs this CPU claims (CPUID flags), in Inductor's order; None off x86-64 Linux."""
+    from torch._inductor import cpu_vec_isa as v
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return None
+    flags = v.x86_isa_checker()
+    return [str(isa) for isa in v.supported_vec_isa_list if all(f in flags for f in str(isa).split())]
+
+
+def _vec_isa_record() -> dict[str, Any] | None:
+    """What Inductor's ISA probe found in this process, if it ran (it never runs just for this)."""
+    from torch._inductor import cpu_vec_isa as v
+
+    claimed = _claimed_isas()
+    if claimed is None or not v.valid_vec_isa_list.cache_info().currsize:
+        return None
+    return {"claimed": claimed, "valid": [str(isa) for isa in v.valid_vec_isa_list()]}
+
+
+def seed_vec_isa(recorded: dict[str, Any] | None) -> bool:
+    """Skip Inductor's once-per-process ISA probe (a child Python per ISA, about 1 s) when the process
+    that made the bundle probed a CPU with the same flags and every ISA passed: the bundle's kernels were
+    built for those ISAs, so a load gains nothing from probing them again. Anything else probes."""
+    from torch._inductor import config
+    from torch._inductor import cpu_vec_isa as v
+
+    if not recorded or v.valid_vec_isa_list.cache_info().currsize:
+        return False
+    claimed = _claimed_isas()
+    if claimed is None or recorded.get("claimed") != claimed or recorded.get("valid") != claimed:
+        return False
+    with config.patch({"cpp.vec_isa_ok": True}):
+        v.valid_vec_isa_list()
+    return True
 
 
 # -- loading ----------------------------------------------------------------------------------------
@@ -337,6 +377,7 @@ def load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, ...])
     manifest = read_manifest(local)
     check_manifest(manifest, backend, example_args)
     payload = read_payload(local, manifest)
+    seed_vec_isa(manifest.get("vec_isa"))
     with progress.step("warm_start", num_pieces=len(manifest["pieces"])):
         _install_pieces(backend, manifest, payload)
     template, slots = _slots(manifest["inputs"], module)
