@@ -9,6 +9,7 @@ vLLM's runner does with its dummy run, so the trace never specialises to a small
 
 from __future__ import annotations
 
+import gc
 import importlib
 import statistics
 import sys
@@ -288,13 +289,24 @@ def _dynamo_graphs() -> int:
     return int(utils.counters["stats"]["unique_graphs"]) if utils is not None else 0
 
 
+_heap_frozen = False
+
+
 def preload() -> None:
     """Import Dynamo and Inductor now (seconds): a worker pays it at start, not at its first compile."""
+    global _heap_frozen
     for name in ("torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.standalone_compile"):
         importlib.import_module(name)
     from torch._inductor.codecache import torch_key
 
     torch_key()  # hashes torch's own sources once per process; the compiler hash needs it
+    if not _heap_frozen:
+        # torch, sympy, Dynamo and Inductor leave millions of long-lived objects; every full garbage
+        # collection walked them all with the GIL held (365 ms measured during a compile), so the
+        # worker's Heartbeat thread stalled. Frozen objects are skipped by the collector; what is
+        # frozen is what the imports made, which lives as long as the process anyway.
+        gc.freeze()
+        _heap_frozen = True
 
 
 def compile_model(
@@ -312,6 +324,8 @@ def compile_model(
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     plan = make_plan(config, max_num_tokens)
     cc = plan.compilation_config
+    if plan.mode != CompilationMode.NONE and plan.backend == "inductor":
+        preload()  # once per process: imports, then the heap frozen (see preload)
     device = _device()
     enabled_before, disabled_before = Counter(cc.enabled_custom_ops), Counter(cc.disabled_custom_ops)
     with ops.custom_op_context(plan.custom_ops, cc):
