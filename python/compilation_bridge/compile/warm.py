@@ -32,7 +32,7 @@ import torch.fx as fx
 from torch import nn
 
 from compilation_bridge.compile import aot, progress
-from compilation_bridge.compile.counters import bump
+from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.piecewise import PiecewiseBackend
 from compilation_bridge.compile.split import SplitItem
 from compilation_bridge.vllm_config import Range
@@ -362,6 +362,8 @@ def _load_piece(
     backend: VllmBackend, graph: fx.GraphModule, artifacts: dict[str, bytes], compile_range: Range
 ) -> Any:
     compiler = backend.compiler_manager.compiler
+    # as vLLM (and today's path): a piece obtained from a cache counts as a backend compilation
+    bump(backend.counter, "num_backend_compilations")
     if compiler.name == "eager":
         return graph
     loaded = compiler.load_bytes(artifacts[_range_key(compile_range)], graph)
@@ -389,14 +391,14 @@ def try_load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, .
     """`load`, with every failure turned into the reason `report()` gives and today's path taken."""
     state = backend.warm_start
     start = time.perf_counter()
-    loaded_before = backend.counter.num_compiled_artifacts_loaded
+    counts_before = backend.counter.clone()
     try:
         forward = load(backend, module, example_args)
     except Exception as e:  # a damaged bundle must never stop the model from compiling
         if not isinstance(e, Unavailable):
             logger.warning("warm-start bundle unusable, compiling instead: %s", e)
         state.reason = str(e) if isinstance(e, Unavailable) else f"bundle unusable: {type(e).__name__}: {e}"
-        _reset(backend, loaded_before)
+        _reset(backend, counts_before)
         return None
     state.used, state.reason = True, "loaded the bundle: no trace, no split, no compile"
     state.seconds = time.perf_counter() - start
@@ -404,9 +406,10 @@ def try_load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, .
     return forward
 
 
-def _reset(backend: VllmBackend, loaded_before: int) -> None:
+def _reset(backend: VllmBackend, counts_before: CompilationCounter) -> None:
     """Forget a half-installed bundle, so that today's path starts from nothing."""
     backend.piecewise_backends = []
     backend.piecewise_graphs = []
     backend.called = False
-    backend.counter.num_compiled_artifacts_loaded = loaded_before
+    for field in dataclasses.fields(counts_before):
+        setattr(backend.counter, field.name, getattr(counts_before, field.name))
