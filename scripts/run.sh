@@ -6,10 +6,8 @@
 # Usage: bash scripts/run.sh          (Python 3.11; creates .venv on first use)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON="${PYTHON:-python3}"
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/pip install -q torch==2.13.0            # the CPU wheel; an unpinned torch may pull a CUDA build
-.venv/bin/pip install -q -e .
+bash scripts/setup_venv.sh
+echo "run: starting a worker as Snakepit does, then a demo session" >&2
 exec .venv/bin/python - <<'PY'
 import json
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The project's whole test run, from nothing: venv, package, oracle, lint, tests.
+# The project's whole test run, from nothing: venv, package, oracle, lint, tests, the Elixir suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m venv .venv
-.venv/bin/pip install -q torch==2.13.0            # the CPU wheel; an unpinned torch may pull a CUDA build
-.venv/bin/pip install -q -e '.[test]'
+step() { echo "test: $*" >&2; }
+bash scripts/setup_venv.sh test
+step "the vLLM 0.14.0 oracle environment (.oracle-venv) for the differential tests"
 bash scripts/setup_oracle.sh
+step "lint: ruff"
 .venv/bin/ruff check python tests
 .venv/bin/ruff format --check python tests
+step "the Python suite"
 PYTHONHASHSEED=0 .venv/bin/python -m pytest -q "$@"   # a fixed string hash: see tests/differential
+step "the Elixir stub's suite (elixir_stub/)"
 bash scripts/elixir_test.sh
+step "the real-client suite (integration/snakepit/)"
 bash scripts/realclient_test.sh

@@ -1,7 +1,8 @@
 """The `compilation-bridge` command: one sub-command per module under `compilation_bridge.commands`.
 
-Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`, and is
-imported only when its sub-command runs, so `compilation-bridge serve` never pays for torch.
+Each command module defines `add_arguments(parser)` and `run(args) -> int`; its name and one-line help
+are in `COMMANDS`. A module is imported only when its sub-command runs, so `compilation-bridge serve`
+never pays for torch.
 """
 
 from __future__ import annotations

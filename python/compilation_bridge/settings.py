@@ -5,9 +5,11 @@ hostile request cannot widen what the worker may import or where it may write.
 
 - ``COMPILATION_BRIDGE_PLATFORM``: ``cpu`` or ``cuda`` (default: detected from torch, read lazily).
 - ``COMPILATION_BRIDGE_ALLOWED_ROOTS``: ``os.pathsep``-separated directories under which cache and debug
-  files may be written (default: the system temporary directory and ``~/.cache/compilation-bridge``).
-  Default caches (the compile cache, Inductor's) go under the first root when the user cache folder is
-  not among them.
+  files may be written (default: the user cache folder ``~/.cache/compilation-bridge`` only, created
+  0700). Never a shared folder such as the system temporary directory: what lies under a root is trusted
+  to have been written by this worker's user, so every root must be private to it
+  (`compilation_bridge.safe_files.ensure_private_root`). Default caches (the compile cache, Inductor's)
+  go under the first root when the user cache folder is not among them.
 - ``COMPILATION_BRIDGE_ALLOWED_CALLABLES``: comma-separated qualified names that config values naming code
   (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
 - ``COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS``: comma-separated Inductor option names a config's
@@ -18,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +36,17 @@ class Settings:
     allowed_roots: tuple[Path, ...]
     allowed_callables: frozenset[str]
     allowed_inductor_options: frozenset[str] = frozenset()
+    # False for the default roots, which the worker may create itself; an operator's root must exist.
+    roots_from_operator: bool = False
 
     def is_path_allowed(self, path: str | os.PathLike[str]) -> bool:
         """True when `path` (resolved, symlinks followed) lies under one of the allowed roots."""
+        return self.root_of(path) is not None
+
+    def root_of(self, path: str | os.PathLike[str]) -> Path | None:
+        """The allowed root that `path` (resolved, symlinks followed) lies under, or None."""
         resolved = Path(path).expanduser().resolve()
-        return any(resolved.is_relative_to(root) for root in self.allowed_roots)
+        return next((root for root in self.allowed_roots if resolved.is_relative_to(root)), None)
 
     def cache_home(self) -> Path:
         """Where caches go when a caller names none: the user's cache folder while it is allowed,
@@ -65,7 +72,8 @@ def _platform_from_env() -> str | None:
 
 def _roots_from_env() -> tuple[Path, ...]:
     raw = os.environ.get(ALLOWED_ROOTS_ENV)
-    roots = raw.split(os.pathsep) if raw else [tempfile.gettempdir(), str(user_cache_dir())]
+    # Not the system temporary directory: any local user can create folders there (see module doc).
+    roots = raw.split(os.pathsep) if raw else [str(user_cache_dir())]
     return tuple(Path(r).expanduser().resolve() for r in roots if r)
 
 
@@ -81,6 +89,7 @@ def get_settings() -> Settings:
         _roots_from_env(),
         _names_from_env(ALLOWED_CALLABLES_ENV),
         _names_from_env(ALLOWED_INDUCTOR_OPTIONS_ENV),
+        roots_from_operator=bool(os.environ.get(ALLOWED_ROOTS_ENV)),
     )
 
 

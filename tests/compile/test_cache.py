@@ -203,6 +203,7 @@ def test_defaults_follow_the_operators_roots(monkeypatch: pytest.MonkeyPatch, tm
     from compilation_bridge.settings import reload_settings
 
     root = tmp_path / "only-root"
+    root.mkdir(mode=0o700)  # an operator's root must exist (the worker creates only its default)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("COMPILATION_BRIDGE_ALLOWED_ROOTS", str(root))
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)

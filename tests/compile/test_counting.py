@@ -1,4 +1,5 @@
-"""vLLM's counting tests (spec §6.3-§6.4) on CPU with this project's own custom ops, eager adaptor."""
+"""vLLM's counting tests (tests/compile/fullgraph: test_simple, test_toy_llama) on CPU with this project's
+own custom ops, eager adaptor."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Each mode's trace and guard behaviour (spec §5.2) and compiled == eager for every mode."""
+"""Each mode's trace and guard behaviour (vLLM's `TorchCompileWithNoGuardsWrapper`;
+docs/design.md#real-compilation) and compiled == eager for every mode."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`split_graph` and `should_split` (vLLM's test_graph_partition and test_should_split, spec §5.4, §6.1)."""
+"""`split_graph` and `should_split` (vLLM's test_graph_partition and test_should_split;
+docs/design.md#real-compilation)."""
 
 from __future__ import annotations
 

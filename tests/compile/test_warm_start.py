@@ -165,16 +165,16 @@ def test_a_planted_payload_is_never_unpickled(
     pickle.loads(data)  # the payload works: loading it would create the marker
     assert marker.exists()
     marker.unlink()
-    if with_digest:  # planted with a matching digest file: the manifest still names other bytes
+    if with_digest:  # planted with a valid MAC (an insider): the manifest still names other bytes
         aot.write_verified(bundle / warm.PAYLOAD, data)
         reason = "not the one its manifest names"
     else:
         (bundle / warm.PAYLOAD).write_bytes(data)
-        reason = "does not match the digest"
+        reason = "no valid MAC"
     _fell_back(_compile_and_run(cache_dir), reason)
     assert not marker.exists()
 
 
-def test_a_manifest_without_its_digest_is_not_read(bundle: Path, cache_dir: str) -> None:
+def test_a_manifest_without_its_mac_is_not_read(bundle: Path, cache_dir: str) -> None:
     (bundle / f"{warm.MANIFEST}{aot.DIGEST_SUFFIX}").unlink()
     _fell_back(_compile_and_run(cache_dir), "bundle not verified")

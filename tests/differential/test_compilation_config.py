@@ -1,6 +1,6 @@
-"""Spec §2 and §3 on a standalone ``CompilationConfig``: constructor validation (types, messages, raw
-``KeyError``/``IndexError``), ``__post_init__``, ``repr``/``str``, equality, ``compute_hash`` and every
-method, plus the standalone cases of spec §6."""
+"""vLLM's ``CompilationConfig`` fields and methods on a standalone ``CompilationConfig``: constructor
+validation (types, messages, raw ``KeyError``/``IndexError``), ``__post_init__``, ``repr``/``str``, equality,
+``compute_hash`` and every method, plus the standalone cases of vLLM's own tests."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ MODE_VALUES: list[Any] = [
 
 @pytest.mark.parametrize("mode", MODE_VALUES, ids=repr)
 def test_mode_validator(check: Any, platform: str, mode: Any) -> None:
-    """§2.2 ``validate_mode_before`` and §6.5 ``test_compilation_config_mode_validator``."""
+    """``validate_mode_before`` and vLLM's ``test_compilation_config_mode_validator``."""
     check_cc(check, platform, {"mode": mode})
 
 
@@ -99,7 +99,8 @@ LEVEL_CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("kwargs", LEVEL_CASES, ids=repr)
 def test_level_alias(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§2.3 step 1: ``level`` is copied raw into ``mode`` (an int, not the enum) and is hashed."""
+    """``__post_init__``, first step: ``level`` is copied raw into ``mode`` (an int, not the enum) and is
+    hashed."""
     check_cc(check, platform, kwargs, [op("eq", other=new("CompilationConfig", mode=3))])
 
 
@@ -130,7 +131,7 @@ CUDAGRAPH_VALUES: list[Any] = [
 
 @pytest.mark.parametrize("cudagraph_mode", CUDAGRAPH_VALUES, ids=repr)
 def test_cudagraph_mode_validator(check: Any, platform: str, cudagraph_mode: Any) -> None:
-    """§2.2 ``validate_cudagraph_mode_before``: unknown strings raise a bare ``KeyError``."""
+    """``validate_cudagraph_mode_before``: unknown strings raise a bare ``KeyError``."""
     check_cc(check, platform, {"cudagraph_mode": cudagraph_mode})
 
 
@@ -163,8 +164,8 @@ CUSTOM_OPS: list[Any] = [
 
 @pytest.mark.parametrize("custom_ops", CUSTOM_OPS, ids=repr)
 def test_custom_ops(check: Any, platform: str, custom_ops: Any) -> None:
-    """§2.3 steps 2 and 8 (``"Can only specify 'none' or 'all'"``, ``"Invalid syntax '...'"``, a raw
-    ``IndexError`` for ``""``), §3.9 ``is_custom_op_enabled`` and §6.1 ``test_custom_op``."""
+    """``__post_init__`` on ``custom_ops`` (``"Can only specify 'none' or 'all'"``, ``"Invalid syntax
+    '...'"``, a raw ``IndexError`` for ``""``), ``is_custom_op_enabled`` and vLLM's ``test_custom_op``."""
     extra = [call("is_custom_op_enabled", name) for name in ("quant_fp8", "silu_and_mul", "x")]
     check_cc(check, platform, {"custom_ops": custom_ops}, extra)
 
@@ -189,7 +190,8 @@ BACKEND_CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("kwargs", BACKEND_CASES, ids=repr)
 def test_backend(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§2.3 steps 9-10: only VLLM_COMPILE checks the backend name; ``""`` becomes the platform's."""
+    """``__post_init__`` on ``backend``: only VLLM_COMPILE checks the backend name; ``""`` becomes the
+    platform's."""
     check_cc(check, platform, kwargs)
 
 
@@ -268,7 +270,7 @@ OTHER_FIELD_CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("kwargs", OTHER_FIELD_CASES, ids=repr)
 def test_fields(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§2.1-§2.3: field types and defaults, pass_config and dynamic_shapes_config from dicts,
+    """Field types and defaults, pass_config and dynamic_shapes_config from dicts,
     ``inductor_compile_config`` auto keys, ``+rotary_embedding``, init=False fields refused."""
     check_cc(check, platform, kwargs)
 
@@ -299,8 +301,8 @@ def test_positional_arguments(check: Any, platform: str) -> None:
 
 
 def test_equality_and_hash_stability(check: Any, platform: str) -> None:
-    """§2.4 and §3.1: equality is over all fields; the hash ignores cache_dir and debug_dump_path and
-    follows mode, level and everything else hashed."""
+    """``__eq__`` and ``compute_hash``: equality is over all fields; the hash ignores cache_dir and
+    debug_dump_path and follows mode, level and everything else hashed."""
     variants: list[dict[str, Any]] = [
         {},
         {"cache_dir": "elsewhere"},
@@ -319,7 +321,7 @@ def test_equality_and_hash_stability(check: Any, platform: str) -> None:
         check(platform, cc_request(kwargs, [HASH, *others, op("ne", other=new("CompilationConfig"))]))
 
 
-# §3.2 post_init_cudagraph_sizes / compute_bs_to_padded_graph_size, on a bare config
+# post_init_cudagraph_sizes / compute_bs_to_padded_graph_size, on a bare config
 POST_INIT_CASES: list[dict[str, Any]] = [
     {"cudagraph_capture_sizes": [1, 2, 4, 8], "max_cudagraph_capture_size": 8},
     {"cudagraph_capture_sizes": [8, 1], "max_cudagraph_capture_size": 8},
@@ -356,8 +358,8 @@ POST_INIT_CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("kwargs", POST_INIT_CASES, ids=repr)
 def test_post_init_cudagraph_sizes(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§3.2: compile_sizes through a set then expanded; sizes sorted in place; the max assertion; the
-    padding table (also recomputed on its own, and called twice)."""
+    """``post_init_cudagraph_sizes``: compile_sizes through a set then expanded; sizes sorted in place; the
+    max assertion; the padding table (also recomputed on its own, and called twice)."""
     ops = [POST_INIT, FIELDS, HASH, REPR, call("compute_bs_to_padded_graph_size"), FIELDS, POST_INIT, HASH]
     check(platform, cc_request(kwargs, ops))
 
@@ -368,7 +370,7 @@ def test_post_init_cudagraph_sizes(check: Any, platform: str, kwargs: dict[str, 
     ids=repr,
 )
 def test_get_compile_ranges(check: Any, platform: str, points: Any) -> None:
-    """§3.3."""
+    """``get_compile_ranges``."""
     check(platform, cc_request({"compile_ranges_split_points": points}, [RANGES, HASH]))
 
 
@@ -395,7 +397,8 @@ SPEC_DECODE_ROWS: list[tuple[list[int], int, int, int, bool]] = [
 def test_adjust_cudagraph_sizes_for_spec_decode(
     check: Any, platform: str, sizes: list[int], mx: int, q: int, tp: int, sp: bool
 ) -> None:
-    """§3.4, after ``post_init_cudagraph_sizes`` as the model runner does."""
+    """``adjust_cudagraph_sizes_for_spec_decode``, after ``post_init_cudagraph_sizes`` as the model runner
+    does."""
     kwargs = {
         "cudagraph_capture_sizes": sizes,
         "max_cudagraph_capture_size": mx,
@@ -451,8 +454,8 @@ SPLITTING_CASES: list[tuple[dict[str, Any], str, int]] = [
 def test_set_splitting_ops_for_v1(
     check: Any, platform: str, kwargs: dict[str, Any], all2all: str, dp: int
 ) -> None:
-    """§3.5 and §3.6, called directly on a bare config (also ``set_splitting_ops_for_attn_fusion`` and the
-    attention predicates after it)."""
+    """``set_splitting_ops_for_v1``, called directly on a bare config (also
+    ``set_splitting_ops_for_attn_fusion`` and the attention predicates after it)."""
     ops = [
         call("set_splitting_ops_for_v1", all2all, dp),
         FIELDS,
@@ -483,12 +486,14 @@ PIECEWISE_CASES: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("kwargs", PIECEWISE_CASES, ids=repr)
 def test_attention_predicates(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§3.7: all twelve attention ops must be present; piecewise depends on mode, uigp and backend."""
+    """``splitting_ops_contain_attention``: all twelve attention ops must be present; piecewise depends on
+    mode, uigp and backend."""
     check_cc(check, platform, kwargs)
 
 
 def test_attention_predicates_extra_and_missing_ops(check: Any, platform: str, oracle: Any) -> None:
-    """§3.7 rows "11 of them" and "12 + x", with the op list read from the oracle's class."""
+    """``splitting_ops_contain_attention`` with 11 of the ops and with 12 + x, with the op list read from the
+    oracle's class."""
     got = oracle(
         platform,
         {"build": {"kind": "class", "cls": "CompilationConfig"}, "ops": [op("get", name="_attention_ops")]},
@@ -517,8 +522,8 @@ def test_attention_predicates_extra_and_missing_ops(check: Any, platform: str, o
     ids=repr,
 )
 def test_init_backend(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§3.8: mode None and NONE fail with their messages; modes 1 and 2 with a torch backend name return
-    the name itself."""
+    """``init_backend``: mode None and NONE fail with their messages; modes 1 and 2 with a torch backend name
+    return the name itself."""
     check(platform, cc_request(kwargs, [op("init_backend")]))
 
 
@@ -539,12 +544,12 @@ def test_init_backend_vllm_compile_without_a_vllm_config(check: Any, kwargs: dic
     ids=repr,
 )
 def test_is_custom_op_enabled_table(check: Any, platform: str, custom_ops: list[str]) -> None:
-    """§3.9 observed table on a bare config (an empty-message AssertionError without all/none)."""
+    """``is_custom_op_enabled`` on a bare config (an empty-message AssertionError without all/none)."""
     check(platform, cc_request({"custom_ops": custom_ops}, [call("is_custom_op_enabled", "x")]))
 
 
 def test_repr_mutated(check: Any, platform: str) -> None:
-    """§2.4: repr after the methods have mutated the config (pass_config defaults excluded, bs table and
+    """``repr`` after the methods have mutated the config (pass_config defaults excluded, bs table and
     counters excluded)."""
     kwargs = {
         "mode": 3,
@@ -571,7 +576,8 @@ def test_repr_mutated(check: Any, platform: str) -> None:
     ids=repr,
 )
 def test_compute_bs_to_padded_graph_size_direct(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
-    """§3.2: the padding table computed straight from the fields (unsorted, short max, missing values)."""
+    """``compute_bs_to_padded_graph_size``: the padding table computed straight from the fields (unsorted,
+    short max, missing values)."""
     check(platform, cc_request(kwargs, [call("compute_bs_to_padded_graph_size"), FIELDS]))
 
 

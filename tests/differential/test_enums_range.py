@@ -1,4 +1,4 @@
-"""Spec §1.1-§1.3, §1.5 and §3.3: the enums, their helper methods, ``Range`` and class constants."""
+"""The enums, their helper methods, ``Range`` and class constants."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def enum_request(enum: str, ops: list[dict[str, Any]], **by: Any) -> dict[str, A
 
 @pytest.mark.parametrize("name", CUDAGRAPH_MODES)
 def test_cudagraph_mode_helpers(check: Any, platform: str, name: str) -> None:
-    """§1.2 truth table: every helper, ``has_mode`` against every member (separate-routine arguments
-    assert), ``str``, ``name`` and ``value``."""
+    """``CUDAGraphMode`` truth table: every helper, ``has_mode`` against every member (separate-routine
+    arguments assert), ``str``, ``name`` and ``value``."""
     ops = [call(h) for h in HELPERS]
     ops += [call("has_mode", {"__enum__": "CUDAGraphMode", "name": m}) for m in CUDAGRAPH_MODES]
     ops += [STR, op("repr"), get("name"), get("value")]
@@ -45,7 +45,7 @@ def test_cudagraph_mode_by_value(check: Any, platform: str, value: Any) -> None:
 
 @pytest.mark.parametrize("value", [0, 1, 2, 3, 4, -1, True, 3.0, "3", "VLLM_COMPILE"], ids=repr)
 def test_compilation_mode_by_value(check: Any, platform: str, value: Any) -> None:
-    """§1.1: an IntEnum, so ``VLLM_COMPILE == 3``."""
+    """``CompilationMode``: an IntEnum, so ``VLLM_COMPILE == 3``."""
     ops = [get("name"), get("value"), op("eq", other=value), STR, op("repr")]
     check(platform, enum_request("CompilationMode", ops, value=value))
 
@@ -58,14 +58,14 @@ def test_compilation_mode_by_name(check: Any, platform: str, name: str) -> None:
 
 @pytest.mark.parametrize("value", ["backed", "unbacked", "backed_size_oblivious", "BACKED", "bogus", 0])
 def test_dynamic_shapes_type(check: Any, platform: str, value: Any) -> None:
-    """§1.3: a ``str`` enum, equal to its value."""
+    """``DynamicShapesType``: a ``str`` enum, equal to its value."""
     ops = [get("name"), get("value"), op("eq", other="backed"), op("eq", other=value)]
     check(platform, enum_request("DynamicShapesType", ops, value=value))
 
 
 @pytest.mark.parametrize("value", [0, 1, 2, 3, 4, -1, "2", 2.0])
 def test_optimization_level(check: Any, platform: str, value: Any) -> None:
-    """§1.5: ``O0``..``O3``, an IntEnum."""
+    """``OptimizationLevel``: ``O0``..``O3``, an IntEnum."""
     ops = [get("name"), get("value"), op("eq", other=value), STR]
     check(platform, enum_request("OptimizationLevel", ops, value=value))
 
@@ -79,7 +79,7 @@ def test_enum_members(check: Any, platform: str, cls: str) -> None:
 
 
 def test_attention_ops_class_constant(check: Any, platform: str) -> None:
-    """§2.1: ``CompilationConfig._attention_ops``, the twelve ops in order."""
+    """``CompilationConfig._attention_ops``, the twelve ops in order."""
     check(platform, {"build": {"kind": "class", "cls": "CompilationConfig"}, "ops": [get("_attention_ops")]})
 
 
@@ -88,8 +88,8 @@ def test_attention_ops_class_constant(check: Any, platform: str) -> None:
     [(1, 8), (8, 8), (9, 32), (33, 8192), (0, 0), (5, 1), (-3, 2)],
 )
 def test_range(check: Any, platform: str, start: int, end: int) -> None:
-    """§3.3: ``Range`` fields, ``is_single_size``, inclusive ``in``, equality only with a Range,
-    ``hash((start, end))``, ``str``/``repr`` as ``"(start, end)"``."""
+    """``Range`` (vllm/config/utils.py) fields, ``is_single_size``, inclusive ``in``, equality only with a
+    Range, ``hash((start, end))``, ``str``/``repr`` as ``"(start, end)"``."""
     ops = [
         call("is_single_size"),
         *[op("contains", value=n) for n in (start - 1, start, (start + end) // 2, end, end + 1)],

@@ -1,4 +1,4 @@
-"""Spec §1.3 and §1.4: ``PassConfig`` and ``DynamicShapesConfig`` (validation, ``__post_init__``,
+"""``PassConfig`` and ``DynamicShapesConfig`` (validation, ``__post_init__``,
 ``flashinfer_max_size``, ``compute_hash``, equality)."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_pass_config_positional(check: Any, platform: str) -> None:
 
 
 def test_pass_config_hash_none_vs_false(check: Any, platform: str) -> None:
-    """§1.4: None and False hash differently; equal configs hash alike."""
+    """``PassConfig.compute_hash``: None and False hash differently; equal configs hash alike."""
     for kwargs in ({}, {"fuse_norm_quant": False}, {"fuse_norm_quant": None}, {"fuse_norm_quant": True}):
         check(platform, pass_request(kwargs, [HASH, op("eq", other=new("PassConfig", **kwargs))]))
 

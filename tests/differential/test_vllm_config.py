@@ -1,6 +1,7 @@
-"""Spec §4 and the VllmConfig cases of §6: how ``VllmConfig.__post_init__`` drives a
-``CompilationConfig`` on each platform: optimization levels, default mode, custom ops, cudagraph sizes,
-compile ranges, splitting ops, sequence parallelism, DeepEP, tensor parallelism and the tiny model."""
+"""vLLM's ``VllmConfig.__post_init__`` and the VllmConfig cases of vLLM's tests: how
+``VllmConfig.__post_init__`` drives a ``CompilationConfig`` on each platform: optimization levels, default
+mode, custom ops, cudagraph sizes, compile ranges, splitting ops, sequence parallelism, DeepEP, tensor
+parallelism and the tiny model."""
 
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ LEVELS = [0, 1, 2, 3, None]
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("model", list(MODELS))
 def test_optimization_levels(check: Any, platform: str, model: str, level: int | None) -> None:
-    """§4.2 and §4.5: ``VllmConfig()`` and the tiny model at O0-O3 (and the default O2)."""
+    """Optimization-level defaults: ``VllmConfig()`` and the tiny model at O0-O3 (and the default O2)."""
     check_vllm(check, platform, {}, model=MODELS[model], optimization_level=level)
 
 
@@ -146,7 +147,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_scenarios(check: Any, platform: str, scenario: str, model: str, level: int) -> None:
-    """§4.1, §4.5 end states and §6.1/§6.2 cases, with and without the tiny model, at O0 and O2."""
+    """``VllmConfig.__post_init__`` end states and the cases of vLLM's test_config.py files, with and without
+    the tiny model, at O0 and O2."""
     check_vllm(check, platform, SCENARIOS[scenario], model=MODELS[model], optimization_level=level)
 
 
@@ -176,13 +178,13 @@ SIZES_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 @pytest.mark.parametrize("mode", [None, "FULL_DECODE_ONLY", "PIECEWISE", "NONE"])
 @pytest.mark.parametrize("case", list(SIZES_CASES))
 def test_cudagraph_sizes(check: Any, platform: str, case: str, mode: str | None) -> None:
-    """§4.3 observations (with the tiny model, where sizes are planned on CUDA)."""
+    """``VllmConfig._set_cudagraph_sizes`` (with the tiny model, where sizes are planned on CUDA)."""
     cc, sched = SIZES_CASES[case]
     cc = {**cc, "cudagraph_mode": mode} if mode else cc
     check_vllm(check, platform, cc, model=tiny_model(), scheduler_config=scheduler(**sched))
 
 
-# §6.1 test_cudagraph_sizes_post_init: (sizes, max, tp, enable_sp, max_num_batched_tokens, cudagraph_mode)
+# vLLM's test_cudagraph_sizes_post_init: (sizes, max, tp, enable_sp, max_num_batched_tokens, cudagraph_mode)
 POST_INIT_ROWS: list[tuple[list[int] | None, int | None, int, bool, int, str]] = [
     (None, None, 1, False, 2048, "FULL_AND_PIECEWISE"),
     ([1, 2, 4], 4, 1, False, 2048, "FULL_AND_PIECEWISE"),
@@ -203,7 +205,8 @@ POST_INIT_ROWS: list[tuple[list[int] | None, int | None, int, bool, int, str]] =
 def test_cudagraph_sizes_post_init(
     check: Any, platform: str, sizes: list[int] | None, mx: int | None, tp: int, sp: bool, mbt: int, cg: str
 ) -> None:
-    """§6.1, all twelve rows, with the tiny model in place of opt-125m."""
+    """vLLM's ``test_cudagraph_sizes_post_init``, all twelve rows, with the tiny model in place of
+    opt-125m."""
     cc: dict[str, Any] = {
         "cudagraph_capture_sizes": sizes,
         "max_cudagraph_capture_size": mx,
@@ -238,8 +241,8 @@ def test_tensor_parallel(check: Any, platform: str, tp: int, sp: bool, model: st
 @pytest.mark.parametrize("tp", [1, 2, 4, 8])
 @pytest.mark.parametrize("mb", [None, 1, 0.25])
 def test_allreduce_fusion_ranges(check: Any, platform: str, tp: int, mb: float | None) -> None:
-    """§4.4: with ``fuse_allreduce_rms`` the flashinfer size limit adds a split point (hidden size 64,
-    bfloat16)."""
+    """``VllmConfig._set_compile_ranges``: with ``fuse_allreduce_rms`` the flashinfer size limit adds a split
+    point (hidden size 64, bfloat16)."""
     cc = {"pass_config": {"fuse_allreduce_rms": True, "fi_allreduce_fusion_max_size_mb": mb}}
     check_vllm(
         check,
@@ -257,8 +260,8 @@ def test_allreduce_fusion_ranges(check: Any, platform: str, tp: int, mb: float |
 )
 @pytest.mark.parametrize("uigp", [False, True])
 def test_deepep(check: Any, platform: str, dp: int, all2all: str, uigp: bool) -> None:
-    """§6.1 ``test_moe_splitting_ops_deepep_ht_inductor_partition`` and §3.5 step 4 through VllmConfig
-    (no model, so the data-parallel size is used)."""
+    """vLLM's ``test_moe_splitting_ops_deepep_ht_inductor_partition`` and ``set_splitting_ops_for_v1`` through
+    VllmConfig (no model, so the data-parallel size is used)."""
     cc = {
         "mode": 3,
         "use_inductor_graph_partition": uigp,
@@ -292,7 +295,7 @@ def test_deepep_dense_model(check: Any, platform: str, dp: int) -> None:
     ],
 )
 def test_is_custom_op_enabled_vllm(check: Any, platform: str, backend: str, custom_ops: list[str]) -> None:
-    """§6.2 ``test_is_custom_op_enabled``."""
+    """vLLM's ``test_is_custom_op_enabled``."""
     req = vllm_request(
         {"backend": backend, "custom_ops": custom_ops},
         ops=[call("is_custom_op_enabled", "fused_layernorm"), get("custom_ops")],
@@ -323,7 +326,7 @@ ENABLED_OPS_ROWS: list[tuple[str, int, str]] = [
 
 @pytest.mark.parametrize(("ops", "mode", "backend"), ENABLED_OPS_ROWS, ids=repr)
 def test_enabled_custom_ops(check: Any, platform: str, ops: str, mode: int, backend: str) -> None:
-    """§6.5 ``test_enabled_ops``: the config side (which ops the defaulted custom_ops enable)."""
+    """vLLM's ``test_enabled_ops``: the config side (which ops the defaulted custom_ops enable)."""
     custom_ops = [o for o in ops.split(",") if o]
     names = ("rms_norm", "silu_and_mul", "gelu_and_mul", "relu3")
     req = vllm_request(
@@ -334,7 +337,7 @@ def test_enabled_custom_ops(check: Any, platform: str, ops: str, mode: int, back
 
 
 def test_compile_ranges_example(check: Any, platform: str) -> None:
-    """§6.3 ``test_compile_config_get_compile_ranges``: the same object is mutated."""
+    """vLLM's ``test_compile_config_get_compile_ranges``: the same object is mutated."""
     req = vllm_request(
         {"compile_ranges_split_points": [8, 32]},
         scheduler_config=scheduler(max_num_batched_tokens=8192, max_model_len=8192),
@@ -360,7 +363,8 @@ def test_compile_ranges_example(check: Any, platform: str) -> None:
 )
 @pytest.mark.parametrize("level", [0, 1, 2, 3])
 def test_model_options(check: Any, platform: str, model_kwargs: dict[str, Any], level: int) -> None:
-    """§4.1 step 2 and §4.5 "model + enforce_eager" (level forced to O0), and model variants."""
+    """``VllmConfig.__post_init__`` with a model and ``enforce_eager`` (level forced to O0), and model
+    variants."""
     check_vllm(check, platform, {}, model=tiny_model(**model_kwargs), optimization_level=level)
     check_vllm(check, platform, {"mode": 3}, model=tiny_model(**model_kwargs), optimization_level=level)
 
@@ -444,8 +448,8 @@ def test_moe_model(check: Any, platform: str, dp: int, all2all: str, cudagraph_m
 @pytest.mark.parametrize("tp", [1, 2, 4])
 @pytest.mark.parametrize("sp", [False, True])
 def test_pipeline_parallel(check: Any, platform: str, pp: int, tp: int, sp: bool) -> None:
-    """§4.1 step 14: with pipeline parallelism, sequence parallelism appends ``+rms_norm`` again; world
-    sizes above the node's 8 GPUs fail on CUDA."""
+    """``VllmConfig.__post_init__`` with pipeline parallelism, sequence parallelism appends ``+rms_norm``
+    again; world sizes above the node's 8 GPUs fail on CUDA."""
     cc = {"pass_config": {"enable_sp": sp}}
     parallel = {"pipeline_parallel_size": pp, "tensor_parallel_size": tp}
     check_vllm(check, platform, cc, parallel_config=parallel)

@@ -1,4 +1,4 @@
-"""Spec §2-§3: CompilationConfig fields, validators, __post_init__ and methods (no VllmConfig)."""
+"""vLLM's CompilationConfig fields, validators, __post_init__ and methods (no VllmConfig)."""
 
 import pytest
 from pydantic import ValidationError

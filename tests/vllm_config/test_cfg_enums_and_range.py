@@ -1,4 +1,4 @@
-"""Spec §1.1-§1.2 and §3.3: enums, the CUDAGraphMode truth table, Range."""
+"""vLLM 0.14.0's enums, the CUDAGraphMode truth table, Range."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""Spec §6.1 test_version and §6.5 test_enabled_ops / test_enabled_ops_invalid."""
+"""vLLM's tests/compile/test_config.py test_version and tests/model_executor/test_enabled_custom_ops.py
+test_enabled_ops / test_enabled_ops_invalid."""
 
 import pytest
 from pydantic import ValidationError

@@ -1,4 +1,5 @@
-"""Spec §4 and §6.1-§6.3: how VllmConfig drives a CompilationConfig, per platform."""
+"""vLLM's `VllmConfig.__post_init__` and its tests (tests/compile/test_config.py, tests/test_config.py,
+tests/compile/test_compile_ranges.py): how VllmConfig drives a CompilationConfig, per platform."""
 
 import pytest
 from pydantic import ValidationError

@@ -1,4 +1,4 @@
-"""The tagged-value codec (SnakeBridge wire spec §4-§5), both directions."""
+"""The tagged-value codec (docs/wire.md, Value tags and Refs), both directions."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def test_jsonio_rejects_bare_nan_and_keeps_big_ints() -> None:
     assert json.loads(jsonio.dumps(2**70)) == 2**70
 
 
-# Elixir-encodable values (spec §5.1), generated and sent through JSON both ways.
+# Elixir-encodable values (docs/wire.md, Value tags), generated and sent through JSON both ways.
 leaves = st.one_of(
     st.none(),
     st.booleans(),

@@ -353,7 +353,7 @@ def test_concurrent_sessions_stay_isolated(worker: WorkerProcess) -> None:
     assert results == expected
 
 
-def test_health_and_reflection_services(worker: WorkerProcess) -> None:
+def test_health_service_and_no_reflection_by_default(worker: WorkerProcess) -> None:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     health = health_pb2_grpc.HealthStub(worker.channel)
@@ -362,11 +362,9 @@ def test_health_and_reflection_services(worker: WorkerProcess) -> None:
     from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
     stub = reflection_pb2_grpc.ServerReflectionStub(worker.channel)
-    replies = list(
-        stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
-    )
-    names = {s.name for s in replies[0].list_services_response.service}
-    assert "snakepit.bridge.BridgeService" in names
+    with pytest.raises(grpc.RpcError) as refused:
+        list(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+    assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED  # COMPILATION_BRIDGE_REFLECTION=1 enables it
 
 
 def test_telemetry_stream_is_held_open(worker: WorkerProcess) -> None:

@@ -1,4 +1,5 @@
-"""Snakepit's command line and environment, as the launch script reads them (spec §1.1, §1.3)."""
+"""Snakepit's command line and environment, as the launch script reads them (docs/wire.md#launch-arguments,
+docs/wire.md#environment)."""
 
 from __future__ import annotations
 

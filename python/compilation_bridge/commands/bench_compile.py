@@ -240,7 +240,12 @@ def bench_compile(
 
 def _env(root: str, name: str, threads: int | None) -> dict[str, str]:
     # Each side's Inductor cache starts empty, so "cold" really compiles every kernel.
-    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, f"inductor-{name}")}
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, f"inductor-{name}"),
+        # the benchmark's private temporary folder (0700) is where its caches may be written
+        "COMPILATION_BRIDGE_ALLOWED_ROOTS": root,
+    }
     if threads:
         # On a shared machine, OpenMP kernels with more threads than free cores stall; one thread
         # gives comparable figures for compiled and eager.

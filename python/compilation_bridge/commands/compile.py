@@ -18,8 +18,6 @@ from compilation_bridge.commands.arguments import UsageError, json_object, key_j
 from compilation_bridge.commands.interrupt import exit_at_once_on_interrupt
 from compilation_bridge.settings import PLATFORMS
 
-NAME = "compile"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

@@ -6,20 +6,23 @@ exposed method, an attribute getter (`get_attr`) for each exposed class-level at
 function (`call`) for each exposed function. Required Python parameters become Elixir parameters;
 optional positional ones collapse into one `args` list; keyword-only ones travel in `opts`.
 
-The re-implementation does not carry vLLM's own docstrings and annotations, so where a reference page
-of the published Elixir API exists (`<out>/priv/reference/<Module>.md`, a copy of the vllm hex
-package's generated documentation), its @moduledoc, @doc and @spec text is used for the functions it
-names. Which functions exist is always decided by introspection; the Elixir test suite fails when that
-list and the reference's differ.
+Docs come from the code, as SnakeBridge takes them from vLLM's: the class docstring is the @moduledoc,
+a method's docstring its @doc (an `Args:` section becomes the parameter list), and the attribute
+docstrings of a config's fields (vLLM-style: the string right after the field) document the keyword
+constructor `new/1`. The config classes carry vLLM 0.14.0's own docstrings, so the generated
+`CompilationConfig` matches the vllm hex package's module; the Elixir test suite checks that against a
+copy of its published page (`elixir_stub/priv/reference/`).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import enum
 import importlib
 import inspect
+import itertools
 import re
 import shutil
 import subprocess
@@ -27,16 +30,27 @@ import sys
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-NAME = "gen-elixir"
 GENERATED_DIR = Path("lib/generated")
-REFERENCE_DIR = Path("priv/reference")
 VLLM_VERSION = "0.14.0"
 ERROR_SPEC = "{:error, Snakepit.Error.t()}"
 # Elixir words that cannot name a function or a variable.
 RESERVED = {"after", "and", "catch", "do", "else", "end", "false", "fn", "in", "nil", "not", "or"}
 RESERVED |= {"rescue", "true", "when"}
+# Methods vLLM 0.14.0 declares without a return annotation, which SnakeBridge therefore types `term()`;
+# the re-implementation annotates them (`-> None`), which would otherwise give `nil`.
+VLLM_UNTYPED_RETURNS = {
+    "CompilationConfig": frozenset(
+        {
+            "adjust_cudagraph_sizes_for_spec_decode",
+            "compute_bs_to_padded_graph_size",
+            "custom_op_log_check",
+            "set_splitting_ops_for_attn_fusion",
+            "set_splitting_ops_for_v1",
+        }
+    )
+}
 
 
 # ------------------------------------------------------------------------------------------ model
@@ -45,6 +59,7 @@ class Param:
     name: str  # Elixir variable name
     spec: str  # Elixir type
     default: str | None = None  # Python repr, for the docs of optional parameters
+    doc: str | None = None  # from the docstring's Args section
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,8 +72,7 @@ class Function:
     returns: str = "term()"
     summary: str | None = None
     literal: str | None = None  # an enum member's value, as Elixir source
-    spec: str | None = None  # reference @spec text
-    doc: str | None = None  # reference @doc text ("" = none)
+    fields: tuple[tuple[str, str], ...] = ()  # (field, doc) for the keyword constructor's docs
 
 
 @dataclasses.dataclass
@@ -129,25 +143,88 @@ def hints(function: Any) -> dict[str, Any]:
         return dict(getattr(function, "__annotations__", {}))
 
 
-# ------------------------------------------------------------------------------------------ introspection
+# ------------------------------------------------------------------------------------------ docstrings
+SECTION = re.compile(r"^(Args|Arguments|Returns|Raises):\s*$", flags=re.M)
+
+
+def docstring(obj: Any) -> str:
+    return inspect.cleandoc(obj.__doc__) if isinstance(obj.__doc__, str) else ""
+
+
 def summary_of(obj: Any) -> str | None:
     """The docstring up to its Args/Returns sections, SnakeBridge-style (first line, blank, rest)."""
-    text = inspect.cleandoc(obj.__doc__ or "") if isinstance(obj.__doc__, str) else ""
-    text = re.split(r"^(?:Args|Arguments|Returns|Raises):\s*$", text, maxsplit=1, flags=re.M)[0].strip()
+    text = SECTION.split(docstring(obj), maxsplit=1)[0].strip()
     if not text:
         return None
     first, _, rest = text.partition("\n")
     return f"{first}\n\n{rest.strip()}".strip()
 
 
+def argument_docs(obj: Any) -> dict[str, str]:
+    """`{parameter: description}` from the docstring's `Args:` / `Arguments:` section."""
+    parts = SECTION.split(docstring(obj))
+    docs: dict[str, str] = {}
+    for heading, body in zip(parts[1::2], parts[2::2], strict=True):
+        if heading not in ("Args", "Arguments"):
+            continue
+        name = None
+        for line in body.splitlines():
+            match = re.match(r"\s*(\w+)(?:\s*\([^)]*\))?:\s*(.*)", line)
+            if match:
+                name, text = match.groups()
+                docs[name] = text.strip()
+            elif name is not None and line.strip():
+                docs[name] = f"{docs[name]} {line.strip()}".strip()
+    return docs
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings of a class's fields (the string literal right after a field, as vLLM
+    documents its configs), read from the class source."""
+    try:
+        tree = ast.parse(inspect.cleandoc(inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for statement, following in itertools.pairwise(body):
+        if (
+            isinstance(statement, ast.AnnAssign)
+            and isinstance(statement.target, ast.Name)
+            and isinstance(following, ast.Expr)
+            and isinstance(following.value, ast.Constant)
+            and isinstance(following.value.value, str)
+        ):
+            docs[statement.target.id] = inspect.cleandoc(following.value.value)
+    return docs
+
+
+def field_summary(text: str) -> str:
+    """A field doc's first paragraph on one line, without a list it introduces ("Examples:")."""
+    lines = []
+    for line in text.split("\n\n", 1)[0].splitlines():
+        if line.lstrip().startswith("- "):
+            break
+        lines.append(line)
+    summary = " ".join(" ".join(lines).split())
+    if summary.endswith(":"):
+        head, dot, _last = summary.rpartition(". ")
+        summary = head + dot.strip() if head else summary[:-1] + "."
+    return summary
+
+
+# ------------------------------------------------------------------------------------------ introspection
+
+
 def split_params(signature: inspect.Signature, function: Any) -> tuple[list[Param], list[Param]]:
     types = hints(function)
+    docs = argument_docs(function)
     required: list[Param] = []
     optional: list[Param] = []
     for p in signature.parameters.values():
         if p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD):
             continue  # keyword arguments travel in opts
-        param = Param(variable(p.name), elixir_type(types.get(p.name, p.annotation)))
+        param = Param(variable(p.name), elixir_type(types.get(p.name, p.annotation)), doc=docs.get(p.name))
         if p.kind == p.VAR_POSITIONAL:
             optional.append(param)
         elif p.default is p.empty:
@@ -172,11 +249,17 @@ def constructor(cls: type) -> list[Function]:
     names = list(signature.parameters)
     if names[:1] == ["__dataclass_self__"]:
         # pydantic dataclasses: `(__dataclass_self__, *args, **kwargs)`, which SnakeBridge turns into
-        # three required positional parameters (spec section 9), plus our keyword-only `new/1`.
+        # three required positional parameters (docs/wire.md#construction), plus our keyword-only `new/1`.
         params = tuple(Param(variable(n), "term()") for n in names)
+        docs = field_docs(cls)
+        fields = tuple(
+            (f.name, field_summary(docs.get(f.name, "")))
+            for f in dataclasses.fields(cast(Any, cls))
+            if f.init
+        )
         return [
             Function("new", "new", "__init__", params, returns="SnakeBridge.Ref.t()"),
-            Function("keyword_new", "new", "__init__", returns="SnakeBridge.Ref.t()"),
+            Function("keyword_new", "new", "__init__", returns="SnakeBridge.Ref.t()", fields=fields),
         ]
     required, optional = split_params(drop_receiver(signature, cls.__init__), cls.__init__)
     return [Function("new", "new", "__init__", tuple(required), tuple(optional), "SnakeBridge.Ref.t()")]
@@ -218,6 +301,8 @@ def attributes(cls: type, exposed: frozenset[str]) -> Iterator[Function]:
             signature = drop_receiver(inspect.signature(getattr(cls, name)), static)
             required, optional = split_params(signature, getattr(cls, name))
             returns = elixir_type(hints(getattr(cls, name)).get("return", signature.return_annotation))
+            if name in VLLM_UNTYPED_RETURNS.get(cls.__name__, ()):
+                returns = "term()"
             yield Function(
                 "method",
                 elixir_name(name),
@@ -320,36 +405,6 @@ def _resolves(surface: Any, module: str, name: str) -> bool:
     return True
 
 
-# ------------------------------------------------------------------------------------------ reference pages
-def read_reference(path: Path) -> tuple[str | None, dict[str, tuple[str | None, str]]]:
-    """(moduledoc, {function: (spec text or None, doc text)}) from an ExDoc-style markdown page."""
-    if not path.exists():
-        return None, {}
-    text = path.read_text(encoding="utf-8").split("\n---\n", 1)[0]
-    sections = re.split(r"^# `([^`]+)`\s*$", text, flags=re.M)
-    moduledoc = "\n".join(line for line in sections[2].strip().splitlines() if not line.startswith("[🔗]"))
-    entries: dict[str, tuple[str | None, str]] = {}
-    for name, body in zip(sections[3::2], sections[4::2], strict=True):
-        match = re.search(r"```elixir\n(.*?)\n```", body, flags=re.S)
-        spec = " ".join(match.group(1).split()) if match else None
-        doc = body[match.end() :].strip() if match else body.strip()
-        entries[name] = (spec, doc)
-    return moduledoc.strip(), entries
-
-
-def apply_reference(model: ModuleModel, reference_dir: Path) -> ModuleModel:
-    moduledoc, entries = read_reference(reference_dir / f"{model.elixir}.md")
-    if moduledoc is None:
-        return model
-    functions = []
-    for f in model.functions:
-        spec, doc = entries.get(f.name, (None, None)) if f.kind != "keyword_new" else (None, None)
-        if spec is not None and spec.startswith("@spec "):
-            f = dataclasses.replace(f, spec=spec.removeprefix("@spec "), doc=doc)
-        functions.append(f)
-    return dataclasses.replace(model, moduledoc=moduledoc, functions=functions)
-
-
 # ------------------------------------------------------------------------------------------ emission
 def heredoc(text: str, indent: str = "  ") -> str:
     body = "\n".join((indent + line).rstrip() for line in text.replace('"""', '\\"\\"\\"').splitlines())
@@ -363,16 +418,25 @@ def default_doc(model: ModuleModel, f: Function) -> str:
     elif f.kind == "member":
         return f"The `{owner}.{f.python_name}` member: `{owner}({f.literal})`."
     elif f.kind == "keyword_new":
-        return (
+        text = (
             f"Constructs `{owner}` from keyword arguments only: `{owner}(**kwargs)`.\n\n"
             "Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python\n"
             "keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent."
         )
+        if f.fields:
+            text += "\n\n## Fields\n\n" + "\n".join(
+                f"- `{name}` - {doc}" if doc else f"- `{name}`" for name, doc in f.fields
+            )
+        return text
     else:
         what = "method" if model.python_class else "function"
         lines = [f.summary or f"Python {what} `{owner}.{f.python_name}`."]
-    params = [f"- `{p.name}` ({p.spec})" for p in f.params]
-    params += [f"- `{p.name}` ({p.spec} default: {p.default})" for p in f.optional if p.default]
+    params = [f"- `{p.name}` - {p.doc}" if p.doc else f"- `{p.name}` ({p.spec})" for p in f.params]
+    params += [
+        f"- `{p.name}` - {p.doc}" if p.doc else f"- `{p.name}` ({p.spec} default: {p.default})"
+        for p in f.optional
+        if p.default
+    ]
     if params:
         lines += ["", "## Parameters", "", *params]
     if f.kind not in ("new",):
@@ -381,8 +445,6 @@ def default_doc(model: ModuleModel, f: Function) -> str:
 
 
 def spec_of(f: Function) -> str:
-    if f.spec is not None:
-        return f.spec
     if f.kind == "getter":
         return f"{f.name}(SnakeBridge.Ref.t()) :: {{:ok, term()}} | {ERROR_SPEC}"
     args = (["SnakeBridge.Ref.t()"] if f.kind == "method" else []) + [p.spec for p in f.params]
@@ -420,7 +482,7 @@ def atom(name: str) -> str:
 
 
 def emit_function(model: ModuleModel, f: Function) -> str:
-    doc = f.doc if f.doc is not None else (None if f.kind == "getter" else default_doc(model, f))
+    doc = None if f.kind == "getter" else default_doc(model, f)  # SnakeBridge documents no getter
     params, body = body_of(f)
     guard = " when is_list(kwargs)" if f.kind == "keyword_new" else ""
     lines = [f"  @doc {heredoc(doc)}"] if doc else []
@@ -455,8 +517,8 @@ def emit_module(model: ModuleModel) -> str:
 
 
 # ------------------------------------------------------------------------------------------ command
-def render(reference_dir: Path) -> dict[Path, str]:
-    return {m.path: emit_module(apply_reference(m, reference_dir)) for m in surface_models()}
+def render() -> dict[Path, str]:
+    return {m.path: emit_module(m) for m in surface_models()}
 
 
 def write(out: Path, files: dict[Path, str]) -> list[Path]:
@@ -485,15 +547,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, default=Path("elixir_stub"), help="the Mix project (default ./elixir_stub)"
     )
-    parser.add_argument(
-        "--reference", type=Path, help=f"reference pages (default <out>/{REFERENCE_DIR}) for docs and specs"
-    )
     parser.add_argument("--no-format", action="store_true", help="do not run `mix format` on the output")
 
 
 def run(args: argparse.Namespace) -> int:
-    reference = args.reference or args.out / REFERENCE_DIR
-    paths = write(args.out, render(reference))
+    paths = write(args.out, render())
     if not args.no_format:
         format_with_mix(args.out, paths)
     for path in paths:

@@ -13,8 +13,6 @@ from typing import Any
 from compilation_bridge.commands.arguments import UsageError, json_object
 from compilation_bridge.settings import PLATFORMS
 
-NAME = "inspect"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=json_object, default="{}", help="CompilationConfig keywords as JSON")

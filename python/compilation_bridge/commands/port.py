@@ -10,8 +10,6 @@ import argparse
 
 from compilation_bridge.settings import PLATFORMS
 
-NAME = "port"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from compilation_bridge.transport.port import DEFAULT_MAX_FRAME_BYTES

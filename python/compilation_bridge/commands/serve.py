@@ -11,9 +11,6 @@ import os
 
 from compilation_bridge.transport import options
 
-NAME = "serve"
-HELP = "serve Snakepit/SnakeBridge calls over gRPC (as python/grpc_server.py does for Snakepit)"
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_arguments(parser)

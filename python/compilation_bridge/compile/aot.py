@@ -1,58 +1,56 @@
 """The only place where the warm-start bundle's bytes are written and read back.
 
-`write_verified(path, data)` writes `data` and, beside it, `<path>.sha256` (the digest of what was
-written); `read_verified(path)` returns the bytes only when they match that digest. Nothing read from a
-cache directory is unpickled or executed unless it came back through `read_verified`. Authentication of
-cache entries (an HMAC over the bytes, keyed outside the cache directory) slots in here and only here.
+`write_verified(path, data)` writes `data` with this worker's MAC beside it (`compile/authenticated.py`:
+an HMAC-SHA256 under a private key kept outside the cache directory), and returns the bytes' SHA-256;
+`read_verified(path)` returns the bytes only when that MAC is valid; `read_sealed(path)` reads an
+artifact the compiler sealed (`authenticated.seal`) when it wrote it. Nothing read from a cache directory
+is unpickled or executed unless it came back through `read_verified`, and the bundle's manifest names
+its payload's SHA-256 too, so a payload valid on its own cannot stand in for another.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from pathlib import Path
 
-from compilation_bridge.compile.files import atomic_save, atomic_write_text
+from compilation_bridge.compile.authenticated import (
+    MAC_SUFFIX,
+    is_sealed,
+    read_authenticated,
+    write_authenticated,
+)
+from compilation_bridge.safe_files import read_bytes
 
-DIGEST_SUFFIX = ".sha256"
 # A bundle is the model's weights-free graph plus compiled kernels: far below this; a larger file is not
 # read into memory at all.
 MAX_BYTES = 512 << 20
+DIGEST_SUFFIX = MAC_SUFFIX  # the file beside each entry that vouches for it
 
 
 class UnverifiedArtifact(ValueError):
-    """An artifact whose bytes do not match the digest written with it (or that has no digest)."""
+    """An artifact without a valid MAC of this worker (planted, edited, truncated or missing)."""
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_bytes(tmp: str, data: bytes) -> None:
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def write_verified(path: str | os.PathLike[str], data: bytes) -> str:
-    """Write `data` to `path` and its digest beside it (data first: a digest never names missing bytes)."""
-    atomic_save(path, lambda tmp: _write_bytes(tmp, data))
-    value = digest(data)
-    atomic_write_text(f"{path}{DIGEST_SUFFIX}", value + "\n")
-    return value
+    """Write `data` to `path` with its MAC (data first: a MAC never vouches for missing bytes)."""
+    write_authenticated(path, data)
+    return digest(data)
 
 
 def read_verified(path: str | os.PathLike[str]) -> bytes:
     """The bytes at `path`, or `UnverifiedArtifact` when they are missing, too large or not as written."""
-    target = Path(path)
-    try:
-        expected = Path(f"{path}{DIGEST_SUFFIX}").read_text().strip()
-        if target.stat().st_size > MAX_BYTES:
-            raise UnverifiedArtifact(f"{target.name} is larger than {MAX_BYTES} bytes")
-        data = target.read_bytes()
-    except OSError as e:
-        raise UnverifiedArtifact(f"{target.name} or its digest cannot be read: {e}") from e
-    if digest(data) != expected:
-        raise UnverifiedArtifact(f"{target.name} does not match the digest written with it")
+    data = read_authenticated(path, max_bytes=MAX_BYTES)
+    if data is None:
+        raise UnverifiedArtifact(f"{os.path.basename(path)} carries no valid MAC of this worker")
     return data
+
+
+def read_sealed(path: str | os.PathLike[str]) -> bytes:
+    """A compiled artifact that the compiler sealed when it wrote it (to be copied into a bundle)."""
+    if not is_sealed(path):
+        raise UnverifiedArtifact(f"{os.path.basename(path)} carries no valid MAC of this worker")
+    return read_bytes(path, max_bytes=MAX_BYTES)

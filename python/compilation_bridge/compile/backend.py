@@ -23,10 +23,11 @@ import torch.fx as fx
 from torch._dispatch.python import enable_python_dispatcher
 
 from compilation_bridge.compile import progress, warm
+from compilation_bridge.compile.authenticated import read_authenticated, write_authenticated
 from compilation_bridge.compile.compiler import CompilerManager, is_compile_cache_enabled
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CUDAGraphWrapper
-from compilation_bridge.compile.files import atomic_write_text, check_allowed
+from compilation_bridge.compile.files import atomic_write_text, check_allowed, make_dirs
 from compilation_bridge.compile.piecewise import PiecewiseBackend, is_tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
@@ -152,31 +153,36 @@ class VllmBackend:
                 self.hashes[k] for k in ("config_hash", "code_hash", "compiler_hash")
             ]
             cache_dir = str(get_settings().cache_home() / "torch_compile_cache" / _sha256(str(factors))[:10])
-        check_allowed(cache_dir, "cache_dir")
+        resolved = check_allowed(cache_dir, "cache_dir")
         if plan.debug_dump_dir is not None:
             check_allowed(plan.debug_dump_dir, "debug_dump_path")
         if plan.backend == "inductor":
             check_inductor_cache_dir()
-        local = Path(cache_dir).expanduser().absolute() / f"rank_{plan.rank}_{plan.dp_rank}" / self.prefix
-        local.mkdir(parents=True, exist_ok=True)
+        # Made folder by folder without following a symlink: one planted below cache_dir is refused.
+        local = make_dirs(resolved / f"rank_{plan.rank}_{plan.dp_rank}" / self.prefix)
         self.local_cache_dir = str(local)
         # vLLM also writes cache_dir back; we do not, so one config can compile several models safely.
         cc.local_cache_dir = self.local_cache_dir
-        disable_cache = disable_cache or not self._check_factors(local)
-        self.disable_cache = disable_cache
-        self.compiler_manager.initialize_cache(self.local_cache_dir, disable_cache)
+        usable = self._check_factors(local)
+        self.disable_cache = disable_cache = disable_cache or not usable
+        fresh = self.cache_status == "new"
+        self.compiler_manager.initialize_cache(self.local_cache_dir, disable_cache, fresh=fresh)
         self.prepared = True
 
     def _check_factors(self, local: Path) -> bool:
-        """Write cache_key_factors.json, or refuse a cache directory that was made for other factors."""
+        """Write cache_key_factors.json, or refuse a cache directory that was made for other factors.
+
+        A factors file without this worker's MAC counts as absent: it is rewritten and whatever index
+        the folder holds is not read (status "new")."""
         meta = local / "cache_key_factors.json"
-        if not meta.exists():
-            atomic_write_text(meta, json.dumps(self.hashes, indent=2, sort_keys=True))
+        stored = read_authenticated(meta)
+        if stored is None:
+            write_authenticated(meta, json.dumps(self.hashes, indent=2, sort_keys=True).encode())
             self.cache_status = "new"
             return True
         try:
-            same = json.loads(meta.read_text()) == json.loads(json.dumps(self.hashes))
-        except (OSError, ValueError):
+            same = json.loads(stored) == json.loads(json.dumps(self.hashes))
+        except ValueError:
             same = False
         if not same:
             logger.warning(
@@ -251,11 +257,11 @@ class VllmBackend:
         )
         src = src.replace("<lambda>", "GraphModule")
         path = Path(self.local_cache_dir) / "computation_graph.py"
-        if not path.exists():
-            atomic_write_text(path, src)
+        if read_authenticated(path) is None:
+            write_authenticated(path, src.encode())
         dump = self.plan.debug_dump_dir
         if dump is not None:
-            dump.mkdir(parents=True, exist_ok=True)
+            dump = make_dirs(dump)
             atomic_write_text(dump / "before_split.py", graph.print_readable(print_output=False))
             atomic_write_text(dump / "after_split.py", src)
 

@@ -8,6 +8,9 @@ Departure from vLLM 0.14 (which writes the index once every range and size has c
 is written as soon as it exists and the index is rewritten right after, both by write-to-temp-and-rename.
 A fresh process therefore reuses a partial warm-up, and a crash or a failed compile leaves either no
 entry or a complete one; an index entry whose artifact is missing or unreadable is dropped, not trusted.
+
+The index and every artifact (file or "unpacked" folder) carry a MAC (`compile/authenticated.py`); an
+index or artifact without a valid one is treated as absent and compiled again, never loaded.
 """
 
 from __future__ import annotations
@@ -20,15 +23,15 @@ import os
 import pprint
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import torch
 import torch.fx as fx
 
 from compilation_bridge.compile import progress
+from compilation_bridge.compile.authenticated import is_sealed, read_authenticated, seal, write_authenticated
 from compilation_bridge.compile.counters import CompilationCounter, bump
-from compilation_bridge.compile.files import atomic_save, atomic_write_text
+from compilation_bridge.compile.files import atomic_save
 from compilation_bridge.vllm_config import Range
 
 logger = logging.getLogger(__name__)
@@ -40,6 +43,10 @@ MAX_AUTOTUNE_ENV = "COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE"
 
 class InductorCompileError(RuntimeError):
     """Inductor failed on one piece for one compile range; nothing was cached for it."""
+
+
+class UnauthenticatedEntryError(RuntimeError):
+    """A cached artifact without this worker's MAC: compiled again, never loaded."""
 
 
 def _env_flag(name: str) -> bool:
@@ -175,6 +182,7 @@ class InductorStandaloneAdaptor(CompilerInterface):
         path = os.path.join(self.cache_dir, key)
         if not self.disable_cache and is_compile_cache_enabled(compiler_config):
             atomic_save(path, lambda tmp: compiled.save(path=tmp, format=self.save_format))
+            seal(path)
             bump(counter, "num_compiled_artifacts_saved")
             return compiled, (key, path)
         return compiled, None
@@ -186,7 +194,14 @@ class InductorStandaloneAdaptor(CompilerInterface):
         # The artifact is looked up next to the index, never at a path read from the file: a moved cache
         # keeps working and an edited index cannot point outside the cache directory.
         path = os.path.join(self.cache_dir, os.path.basename(key))
+        # Checked right before loading: torch unpickles the artifact and imports its code.
+        if not is_sealed(path):
+            raise UnauthenticatedEntryError(f"{path} carries no valid MAC of this worker")
         artifact = torch._inductor.CompiledArtifact.load(path=path, format=self.save_format)
+        if self.save_format == "unpacked":
+            # Loading an unpacked artifact makes Inductor write into its folder (its cache while
+            # loading); this process made those files, so they are sealed with the rest.
+            seal(path)
         returns_tuple = graph_returns_tuple(graph)
 
         def run(*args: Any) -> Any:
@@ -246,17 +261,22 @@ class CompilerManager:
     def compute_hash(self) -> str:
         return self.compiler.compute_hash()
 
-    def initialize_cache(self, cache_dir: str, disable_cache: bool) -> None:
+    def initialize_cache(self, cache_dir: str, disable_cache: bool, fresh: bool = False) -> None:
+        """`fresh`: the folder's cache_key_factors.json was just (re)written, so an index found there
+        belongs to no verified factors and is not read."""
         self.disable_cache = disable_cache
         self.cache_dir = cache_dir
         self.index_path = os.path.join(cache_dir, CACHE_INDEX)
         self.compiler.initialize_cache(cache_dir, disable_cache)
-        if not disable_cache and os.path.exists(self.index_path):
+        if not disable_cache and not fresh:
             self.cache = self._read_index()
 
     def _read_index(self) -> dict[CacheKey, Any]:
+        data = read_authenticated(self.index_path)
+        if data is None:
+            return {}
         try:
-            raw = ast.literal_eval(Path(self.index_path).read_text())
+            raw = ast.literal_eval(data.decode())
             entries = {}
             for (range_tuple, index, name), handle in raw.items():
                 start, end = range_tuple
@@ -271,7 +291,8 @@ class CompilerManager:
     def _write_index(self) -> None:
         # Written with plain tuples so that the file does not depend on how Range prints.
         data = {((r.start, r.end), i, n): h for (r, i, n), h in self.cache.items()}
-        atomic_write_text(self.index_path, pprint.PrettyPrinter(indent=4).pformat(data) + "\n")
+        text = pprint.PrettyPrinter(indent=4).pformat(data) + "\n"
+        write_authenticated(self.index_path, text.encode())
 
     def load(
         self, graph: fx.GraphModule, graph_index: int, compile_range: Range

@@ -16,6 +16,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from compilation_bridge.compile import budgets
 from compilation_bridge.compile.ops import RMSNorm, SiluAndMul
 
 
@@ -57,6 +58,16 @@ class ToyLlamaOptions:
                 f"hidden_size={self.hidden_size}, num_heads={self.num_heads}, "
                 f"num_kv_heads={self.num_kv_heads}"
             )
+        budgets.check_model_bytes("toy-llama", self.parameter_count())
+
+    def parameter_count(self) -> int:
+        """The weights `ToyLlama` allocates for these options (computed, so nothing is allocated first)."""
+        head_size = self.hidden_size // self.num_heads
+        qkv = self.hidden_size * (self.num_heads + 2 * self.num_kv_heads) * head_size
+        o_proj = self.num_heads * head_size * self.hidden_size
+        mlp = 3 * self.hidden_size * self.intermediate_size  # gate and up projections, then down
+        layer = qkv + o_proj + mlp + 2 * self.hidden_size  # plus two RMSNorm weights
+        return self.vocab_size * self.hidden_size + self.num_layers * layer + self.hidden_size
 
 
 def _init_(generator: torch.Generator, *tensors: torch.Tensor, std: float) -> None:
@@ -216,6 +227,12 @@ def _simple(cls: type[nn.Module]) -> Callable[[int, dict[str, Any]], nn.Module]:
         return cls(hidden)
 
     return build
+
+
+def hidden_size(model: nn.Module) -> int:
+    """The width of the model's hidden states, which every activation of a run scales with."""
+    options = getattr(model, "options", None)
+    return int(options.hidden_size if options is not None else model.hidden_size)
 
 
 MODELS: dict[str, Callable[[int, dict[str, Any]], nn.Module]] = {

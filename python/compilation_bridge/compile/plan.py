@@ -151,8 +151,8 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
 def _splitting_ops_for_v1(
     cc: Any, mode: CompilationMode, cudagraph_mode: CUDAGraphMode
 ) -> tuple[list[str], CUDAGraphMode]:
-    """`set_splitting_ops_for_v1` (spec §3.5) itself, run on a scratch copy: the config given is compiled
-    as it stands and never written to."""
+    """vLLM's `CompilationConfig.set_splitting_ops_for_v1` itself, run on a scratch copy: the config given is
+    compiled as it stands and never written to."""
     scratch = copy.copy(cc)  # shallow: the method only reassigns these fields
     scratch.mode, scratch.cudagraph_mode = mode, cudagraph_mode
     scratch.splitting_ops = None if cc.splitting_ops is None else list(cc.splitting_ops)

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from compilation_bridge.compile import models, ops, progress, warm
+from compilation_bridge.compile import budgets, models, ops, progress, warm
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
@@ -121,6 +121,7 @@ class CompiledModel:
             raise ValueError(f"num_tokens must be between 1 and max_num_tokens={self.plan.max_num_tokens}")
         if num_tokens > RUN_TOKENS_CAP:
             raise ValueError(f"num_tokens must be at most {RUN_TOKENS_CAP} on this worker, got {num_tokens}")
+        budgets.check_run_elements(num_tokens, models.hidden_size(self.model))
 
     def trace(self) -> None:
         """Trace once with `max_num_tokens` tokens, compiling nothing (VLLM_COMPILE) or the whole graph."""
@@ -129,7 +130,9 @@ class CompiledModel:
             CompilationMode.STOCK_TORCH_COMPILE,
         ):
             return
-        size = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP))
+        # The trace is a run too: within the run budget as well (its size does not change the code).
+        within_budget = budgets.max_run_elements() // models.hidden_size(self.model)
+        size = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP, within_budget))
         inputs = self._inputs(size)
         with progress.step("trace", mode=self.plan.mode.name, num_tokens=size):
             if self.backend is not None:

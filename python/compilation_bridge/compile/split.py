@@ -1,4 +1,7 @@
-"""Splitting a Dynamo FX graph at splitting ops (vLLM's `split_graph` and `should_split`, spec §5.4)."""
+"""Splitting a Dynamo FX graph at splitting ops (vLLM's `split_graph` and `should_split`).
+
+See docs/design.md#real-compilation.
+"""
 
 from __future__ import annotations
 

@@ -126,7 +126,10 @@ def _artifact_bytes(backend: VllmBackend, piece: PiecewiseBackend) -> dict[str, 
         handle = manager.cache.get(key)
         if handle is None:
             raise Unavailable(f"piece {key[1]} for {compile_range} is not in the compile cache")
-        out[_range_key(compile_range)] = (Path(manager.cache_dir) / Path(handle[0]).name).read_bytes()
+        try:
+            out[_range_key(compile_range)] = aot.read_sealed(Path(manager.cache_dir) / Path(handle[0]).name)
+        except aot.UnverifiedArtifact as e:
+            raise Unavailable(str(e)) from e
     return out
 
 

@@ -1,4 +1,5 @@
-"""The four compilation modes applied to a model's forward (vLLM's decorator + `wrapper.py`, spec §5.2).
+"""The four compilation modes applied to a model's forward (vLLM's decorator + `wrapper.py`;
+docs/design.md#real-compilation).
 
 - NONE: the forward as it is (eager).
 - STOCK_TORCH_COMPILE: `torch.compile(forward, fullgraph=True, backend=...)` with Dynamo's guards kept, so a

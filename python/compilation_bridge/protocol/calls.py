@@ -1,8 +1,8 @@
-"""The `snakebridge.call` call types (wire spec §2.2), each a short function over the surface.
+"""The `snakebridge.call` call types (docs/wire.md, Call types), each a short function over the surface.
 
 Each handler gets the decoded call (`Call`) and returns a raw Python result; dispatch encodes it.
 Arguments are applied exactly as `f(*args, **kwargs)`: constructors are `cls(*args, **kwargs)` as vLLM
-would run them, so positional `None`s are never reinterpreted (spec §9).
+would run them, so positional `None`s are never reinterpreted (docs/wire.md, Construction).
 """
 
 from __future__ import annotations

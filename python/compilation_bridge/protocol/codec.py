@@ -1,4 +1,4 @@
-"""SnakeBridge's tagged JSON values (wire spec §4-§5), in both directions.
+"""SnakeBridge's tagged JSON values (docs/wire.md, Value tags and Refs), in both directions.
 
 Decoding turns Elixir-encoded values into Python ones and resolves refs through a callback.
 Encoding keeps JSON types as they are (integers stay integers, None is null), tags the rest, and
@@ -115,7 +115,7 @@ def _decode_complex(value: dict[str, Any], _r: ResolveRef, _d: int) -> complex:
     return complex(real, imag)
 
 
-def _decode_iso(kind: type) -> Callable[[dict[str, Any], ResolveRef, int], Any]:
+def _decode_iso(kind: type[dt.date] | type[dt.time]) -> Callable[[dict[str, Any], ResolveRef, int], Any]:
     def decode_iso(value: dict[str, Any], _r: ResolveRef, _d: int) -> Any:
         text = value["value"]
         if not isinstance(text, str):

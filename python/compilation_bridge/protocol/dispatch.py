@@ -14,8 +14,14 @@ from typing import Any
 
 from compilation_bridge.protocol import codec, streams
 from compilation_bridge.protocol.calls import HANDLERS, Call
-from compilation_bridge.protocol.errors import SnakeBridgeProtocolError, error_context, error_payload
+from compilation_bridge.protocol.errors import (
+    SnakeBridgeProtocolError,
+    error_context,
+    error_payload,
+    fallback_payload,
+)
 from compilation_bridge.protocol.refs import RefTable, ref_identity
+from compilation_bridge.protocol.sessionids import check_session_id
 from compilation_bridge.surface import Surface, default_surface
 
 log = logging.getLogger("compilation_bridge.protocol")
@@ -70,7 +76,7 @@ def session_of(payload: dict[str, Any], request_session_id: str) -> str:
         return request_session_id
     if not isinstance(session, str):
         raise TypeError(f"session_id must be a string, not {type(session).__name__}")
-    return session
+    return check_session_id(session)
 
 
 class Dispatcher:
@@ -86,16 +92,24 @@ class Dispatcher:
             return self.error_reply(exc, tool_name, payload, request_session_id)
 
     def error_reply(self, exc: BaseException, tool_name: str, payload: Any, request_session_id: str) -> Reply:
+        """The in-band reply for `exc`; never raises, whatever `exc` or the payload hold."""
+        try:
+            error = error_payload(exc, error_context(tool_name, request_session_id, payload))
+        except Exception:
+            error = fallback_payload(exc)
         if log.isEnabledFor(logging.INFO):
-            log.info("%s failed: %s: %s", tool_name, type(exc).__name__, exc)
-        context = error_context(tool_name, request_session_id, payload)
-        return Reply(False, error=error_payload(exc, context))
+            # From the payload, not `exc`: its text is already bounded and known to be printable.
+            log.info(
+                "%s failed: %s: %s", error["context"].get("tool_name", "?"), error["type"], error["message"]
+            )
+        return Reply(False, error=error)
 
     def stream(self, tool_name: str, payload: Any, request_session_id: str) -> Iterator[Any]:
         """Encoded items for ExecuteStreamingTool. Raises on bad input (before the first item)."""
         if tool_name != STREAM_TOOL:
             yield self._execute(tool_name, payload, request_session_id)
             return
+        check_session_id(request_session_id)
         payload = _payload_dict(payload)
         check_protocol(payload)
         session = session_of(payload, request_session_id)
@@ -121,6 +135,7 @@ class Dispatcher:
 
     # ---------------------------------------------------------------------------------- tools
     def _execute(self, tool_name: str, payload: Any, request_session_id: str) -> Any:
+        check_session_id(request_session_id)
         if tool_name == HELPERS_TOOL:
             return []  # no helper pack here; the 0.16 runtime never asks
         if tool_name not in (CALL_TOOL, STREAM_TOOL, RELEASE_REF_TOOL, RELEASE_SESSION_TOOL):

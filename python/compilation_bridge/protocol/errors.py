@@ -9,6 +9,8 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from compilation_bridge.protocol.sessionids import shown_session_id
+
 # Argument keys copied into the error context when the caller sent them (as the reference does).
 CONTEXT_KEYS = ("library", "python_module", "function", "call_type")
 # A pathological exception (huge message, deep recursion) must not produce an unbounded reply.
@@ -28,48 +30,68 @@ class SnakeBridgeHelperNotFoundError(Exception):
     """`call_helper` asked for a helper; this worker has no helper pack (SnakeBridge reacts to the name)."""
 
 
-def exposure_error(message: str) -> PermissionError:
-    """The name exists but the surface does not expose it (DESIGN.md, security model).
-
-    A plain PermissionError on purpose: Elixir maps that type to `Snakepit.Error.PermissionError`.
-    """
-    return PermissionError(message)
-
-
 class WorkerBusyError(RuntimeError):
     """Too many tool calls are in flight; refused instead of queued so that heartbeats keep a thread."""
 
 
 def _bounded(text: str) -> str:
-    if len(text) <= MAX_MESSAGE_CHARS:
-        return text
-    return text[:MAX_MESSAGE_CHARS] + f"... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS] + f"... [{len(text) - MAX_MESSAGE_CHARS} more characters]"
+    return _encodable(text)
+
+
+def _encodable(text: str) -> str:
+    """`text` with lone surrogates (JSON escapes can carry them) spelled out, so that the error payload
+    always encodes as UTF-8: the reply that reports a failure must not fail itself."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _text(value: Any) -> str:
+    """str(value) for an error context; a value whose str() fails (or is too deep) is described instead."""
+    try:
+        return _bounded(str(value))
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
 
 
 def error_context(tool_name: str, session_id: str, payload: Any) -> dict[str, str]:
-    context = {"tool_name": tool_name, "session_id": session_id}
+    context = {"tool_name": _bounded(tool_name), "session_id": shown_session_id(session_id)}
     if isinstance(payload, dict):
         for key in CONTEXT_KEYS:
             value = payload.get(key)
             if value is not None:
-                context[key] = _bounded(str(value))
+                context[key] = _text(value)
         if "protocol_version" in payload:
-            context["payload_version"] = _bounded(str(payload["protocol_version"]))
+            context["payload_version"] = _text(payload["protocol_version"])
     return context
 
 
 def error_payload(exc: BaseException, context: dict[str, str]) -> dict[str, Any]:
     """The JSON object Snakepit's `PythonTranslation.from_error_message` expects."""
-    try:
-        message = str(exc)
-    except Exception:  # an exception whose __str__ fails still has to be reported
-        message = f"<unprintable {type(exc).__name__}>"
-    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=MAX_FRAMES)
-    stacktrace = [_bounded(line) for line in frames]
+    message = _text(exc)  # an exception whose __str__ fails still has to be reported
+    stacktrace = [_bounded(line) for line in _frames(exc)]
     return {
-        "type": type(exc).__name__,
-        "message": _bounded(message),
+        "type": _bounded(type(exc).__name__),
+        "message": message,
         "stacktrace": stacktrace,
         "traceback": _bounded("".join(stacktrace)),
         "context": context,
     }
+
+
+def _frames(exc: BaseException) -> list[str]:
+    try:
+        return traceback.format_exception(type(exc), exc, exc.__traceback__, limit=MAX_FRAMES)
+    except Exception:  # e.g. RecursionError on a pathological chain of causes
+        return traceback.format_exception_only(type(exc), exc)
+
+
+def fallback_payload(exc: BaseException) -> dict[str, Any]:
+    """The least error payload, for when building the full one failed: still in-band, still valid JSON."""
+    name = _encodable(type(exc).__name__)
+    message = f"{name} (the error could not be described further)"
+    return {"type": name, "message": message, "stacktrace": [], "traceback": "", "context": {}}

@@ -11,12 +11,15 @@ import json
 import re
 from typing import Any
 
+_orjson: Any
 try:  # a plain environment without orjson still gives a working worker
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
 
 _LONG_DIGITS = re.compile(rb"\d{19,}")
+# A \uD800-\uDFFF escape: half of a surrogate pair, or a lone surrogate that is not text at all.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _reject_constant(name: str) -> Any:
@@ -32,7 +35,18 @@ def loads(data: bytes) -> Any:
     # Values shorter than 19 bytes cannot hold a 19-digit run: skip the search for most parameters.
     if _orjson is not None and (len(data) < 19 or not _LONG_DIGITS.search(data)):
         return _orjson.loads(data)
-    return _DECODER.decode(data.decode("utf-8"))
+    value = _DECODER.decode(data.decode("utf-8"))
+    if _SURROGATE_ESCAPE.search(data):
+        _check_no_lone_surrogates(value)
+    return value
+
+
+def _check_no_lone_surrogates(value: Any) -> None:
+    """Refuse what orjson refuses and Elixir never sends: a string that cannot be encoded as UTF-8."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("invalid JSON: a \\u escape is a lone surrogate, not a character") from None
 
 
 def dumps(value: Any) -> bytes:

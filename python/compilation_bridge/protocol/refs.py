@@ -6,8 +6,10 @@ and the error messages are the exact strings SnakeBridge's Elixir side pattern-m
 
 One deliberate difference: `SNAKEBRIDGE_REF_MAX` is applied per session and eviction only ever drops
 the creating session's own least-recently-used refs, so that one caller cannot evict another's objects.
-The table as a whole is bounded separately (`COMPILATION_BRIDGE_MAX_TOTAL_REFS`); when it is full, new
-refs are refused rather than taken from other sessions.
+The table as a whole is bounded separately (`COMPILATION_BRIDGE_MAX_TOTAL_REFS`), and so is the number of
+sessions holding refs (`COMPILATION_BRIDGE_MAX_SESSIONS`); when either is full, new refs are refused
+rather than taken from other sessions. A session whose last ref goes is forgotten at once, so ids that
+never hold a ref (or no longer do) cost nothing and never count toward the limit.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from compilation_bridge.protocol.sessionids import (
+    MAX_SESSION_ID_BYTES,
+    check_session_id,
+    is_too_long,
+    utf8_size,
+)
+
 UNKNOWN_REF = "Unknown SnakeBridge reference: {}"
 SESSION_MISMATCH = "SnakeBridge reference session mismatch"
 INVALID_REF = "Invalid SnakeBridge reference payload"
@@ -29,6 +38,7 @@ MISSING_ID = "SnakeBridge reference missing id"
 DEFAULT_REF_MAX = 10_000
 MEMORY_CHECK_EVERY = 64  # refs created between two reads of the process's resident memory
 DEFAULT_MAX_TOTAL_REFS = 50_000  # a config object is a few KiB: bounds the table to a few hundred MiB
+DEFAULT_MAX_SESSIONS = 10_000  # as many as Snakepit's own SessionStore holds
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class RefLimits:
     ttl_seconds: float = 0.0
     max_per_session: int = DEFAULT_REF_MAX
     max_total: int = DEFAULT_MAX_TOTAL_REFS
+    # Sessions holding refs (a session without refs costs nothing: it is never kept). 0: no limit.
+    max_sessions: int = DEFAULT_MAX_SESSIONS
     # Refs can hold big objects (a list field of a million ints): above this resident size new refs
     # are refused with MemoryError. 0 disables the check.
     max_rss_bytes: int = 0
@@ -47,6 +59,7 @@ class RefLimits:
             ttl_seconds=max(0.0, _number(env.get("SNAKEBRIDGE_REF_TTL_SECONDS"), float, 0.0)),
             max_per_session=_number(env.get("SNAKEBRIDGE_REF_MAX"), int, DEFAULT_REF_MAX),
             max_total=_number(env.get("COMPILATION_BRIDGE_MAX_TOTAL_REFS"), int, DEFAULT_MAX_TOTAL_REFS),
+            max_sessions=_number(env.get("COMPILATION_BRIDGE_MAX_SESSIONS"), int, DEFAULT_MAX_SESSIONS),
             max_rss_bytes=_number(env.get("COMPILATION_BRIDGE_MAX_RSS_MB"), int, default_max_rss_mb()) << 20,
         )
 
@@ -104,13 +117,7 @@ class RefTable:
         with self._lock:
             now = self._clock()
             self._prune(now)
-            self._check_memory()
-            if self.limits.max_total > 0 and len(self._by_access) >= self.limits.max_total:
-                raise RuntimeError(
-                    f"SnakeBridge reference table is full ({len(self._by_access)} refs); "
-                    "release refs or sessions before creating more"
-                )
-            refs = self._sessions.setdefault(session_id, OrderedDict())
+            refs = self._session_for_put(session_id)
             refs[ref_id] = _Entry(obj, now)
             self._by_access[(session_id, ref_id)] = None
             limit = self.limits.max_per_session
@@ -119,9 +126,33 @@ class RefTable:
                 del self._by_access[(session_id, old_id)]
         return ref_id
 
-    def _check_memory(self) -> None:
+    def _session_for_put(self, session_id: str) -> OrderedDict[str, _Entry]:
+        """The session's refs, after every limit allowed one more. A session is created only here, and
+        only to be filled at once, so the table never holds a session without refs."""
+        refs = self._sessions.get(session_id)
+        # A new session's bookkeeping costs memory too: always check before creating one.
+        self._check_memory(force=refs is None)
+        if self.limits.max_total > 0 and len(self._by_access) >= self.limits.max_total:
+            raise RuntimeError(
+                f"SnakeBridge reference table is full ({len(self._by_access)} refs); "
+                "release refs or sessions before creating more"
+            )
+        if refs is None:
+            self._check_session_count()
+            refs = self._sessions[session_id] = OrderedDict()
+        return refs
+
+    def _check_session_count(self) -> None:
+        limit = self.limits.max_sessions
+        if limit > 0 and len(self._sessions) >= limit:
+            raise RuntimeError(
+                f"too many sessions hold SnakeBridge references ({len(self._sessions)}, limit {limit}); "
+                "release sessions before creating refs in a new one"
+            )
+
+    def _check_memory(self, force: bool = False) -> None:
         self._puts += 1
-        if self.limits.max_rss_bytes <= 0 or self._puts % MEMORY_CHECK_EVERY:
+        if self.limits.max_rss_bytes <= 0 or (self._puts % MEMORY_CHECK_EVERY and not force):
             return
         resident = resident_bytes()
         if resident > self.limits.max_rss_bytes:
@@ -165,6 +196,11 @@ class RefTable:
                 del self._by_access[(session_id, ref_id)]
             return len(refs)
 
+    def session_count(self) -> int:
+        with self._lock:
+            self._prune(self._clock())
+            return len(self._sessions)
+
     def count(self, session_id: str | None = None) -> int:
         with self._lock:
             self._prune(self._clock())
@@ -203,7 +239,14 @@ def ref_identity(ref: Any, session_id: str) -> str:
         raise ValueError(MISSING_ID)
     if not isinstance(ref_id, str):
         raise ValueError(INVALID_REF)
+    if is_too_long(ref_id):  # ours are 32 hex digits; a longer one would only be echoed back in errors
+        raise ValueError(
+            f"SnakeBridge reference id too long: {utf8_size(ref_id)} bytes "
+            f"(limit {MAX_SESSION_ID_BYTES} bytes)"
+        )
     ref_session = ref.get("session_id")
+    if isinstance(ref_session, str):
+        check_session_id(ref_session, "reference session_id")
     if ref_session is not None and ref_session != session_id:
         raise ValueError(SESSION_MISMATCH)
     return ref_id

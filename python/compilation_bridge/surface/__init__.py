@@ -1,7 +1,7 @@
 """The exposure registry: which modules, classes, attributes and methods a remote caller may touch.
 
-Nothing outside this allowlist is imported, constructed, read, written or called (DESIGN.md, security
-model). `default_surface()` is the worker's surface: vLLM's config modules mapped onto
+Nothing outside this allowlist is imported, constructed, read, written or called (docs/design.md,
+Security model). `default_surface()` is the worker's surface: vLLM's config modules mapped onto
 `compilation_bridge.vllm_config`, and `compilation_bridge.compile` for real compilation.
 """
 

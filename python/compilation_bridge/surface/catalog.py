@@ -107,8 +107,8 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "Range": frozenset(),
 }
 ENUM_TYPES = ("CompilationMode", "CUDAGraphMode", "DynamicShapesType", "OptimizationLevel")
-# Fields that make the worker allocate or loop in proportion to their value (DESIGN.md): set_attr
-# bypasses pydantic's validators, so the cap is applied here too.
+# Fields that make the worker allocate or loop in proportion to their value (docs/design.md#size-caps):
+# set_attr bypasses pydantic's validators, so the cap is applied here too.
 SIZE_FIELDS = frozenset(
     {
         "max_cudagraph_capture_size",

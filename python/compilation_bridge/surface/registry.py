@@ -1,6 +1,6 @@
 """Mechanics of the allowlist: exposed modules (name -> lazily loaded attributes) and exposed types.
 
-Rules (DESIGN.md, security model):
+Rules (docs/design.md, The allowlist):
 - modules: only registered names resolve; an unknown module is refused before anything is imported;
 - attributes of an exposed type: its public fields, properties and methods, the underscore names listed
   for it, and the fixed protocol dunders; a name that does not exist fails with Python's own
@@ -19,8 +19,6 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-
-from compilation_bridge.protocol.errors import exposure_error
 
 # The protocol set SnakeBridge itself sends (inspect/to_string, Enumerable on refs). They are called the
 # way Python's builtins call them, so they also work on class objects.
@@ -41,6 +39,14 @@ IMPLEMENTATION_ROOT = "compilation_bridge."
 # hashes every file named in `traced_files`, so a caller who could set it could make the worker read any
 # file (or /dev/zero).
 WORKER_OWNED_FIELDS = frozenset({"traced_files"})
+
+
+def exposure_error(message: str) -> PermissionError:
+    """The name exists but the surface does not expose it (the allowlist of the security model).
+
+    A plain PermissionError on purpose: Elixir maps that type to `Snakepit.Error.PermissionError`.
+    """
+    return PermissionError(message)
 
 
 @dataclass(frozen=True)

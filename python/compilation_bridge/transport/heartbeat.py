@@ -1,4 +1,4 @@
-"""Python -> Elixir heartbeat (Snakepit spec §2.4): the worker's only protection against being orphaned.
+"""Python -> Elixir heartbeat (docs/wire.md, Heartbeat): the worker's only protection against being orphaned.
 
 Every interval it sends `Heartbeat{session_id, client_time}` to Snakepit's BridgeServer. Only failed
 RPCs count as misses (`session_valid=false` does not, as in the reference). After `max_missed`
@@ -27,7 +27,7 @@ class HeartbeatClient:
         self,
         address: str,
         config: HeartbeatConfig,
-        session_id: Callable[[], str],
+        session_id: Callable[[], str],  # the worker's own session id ("" until Elixir initializes it)
         on_lost: Callable[[], None],
     ) -> None:
         self._address = address
@@ -37,7 +37,7 @@ class HeartbeatClient:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="elixir-heartbeat", daemon=True)
         self.missed = 0
-        self._registered: set[str] = set()
+        self._registered = ""  # the one session created in Elixir's store (the worker's own)
 
     def start(self) -> None:
         self._thread.start()
@@ -64,11 +64,12 @@ class HeartbeatClient:
             channel.close()
 
     def _register(self, stub: pb_grpc.BridgeServiceStub, session_id: str) -> None:
-        """Create the session in Elixir's SessionStore once, as the reference's InitializeSession proxy
-        does, so that Elixir answers this worker's heartbeats with session_valid=true. Best effort."""
-        if not session_id or session_id in self._registered:
+        """Create the worker's own session in Elixir's SessionStore once, as the reference's
+        InitializeSession proxy does, so that Elixir answers this worker's heartbeats with
+        session_valid=true. Best effort. Callers' session ids never reach Elixir from here."""
+        if not session_id or session_id == self._registered:
             return
-        self._registered.add(session_id)
+        self._registered = session_id
         try:
             stub.InitializeSession(
                 pb.InitializeSessionRequest(session_id=session_id), timeout=self._config.timeout_ms / 1000

@@ -1,4 +1,4 @@
-"""Entry point of `python/grpc_server.py`, the script Snakepit spawns (README: "Wire contract")."""
+"""Entry point of `python/grpc_server.py`, the script Snakepit spawns (docs/wire.md, Launch arguments)."""
 
 from __future__ import annotations
 

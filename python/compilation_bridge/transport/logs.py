@@ -3,6 +3,10 @@
 Text format is Snakepit's own (`time - [thread] - name - LEVEL - [corr=<id>] msg`);
 COMPILATION_BRIDGE_LOG_FORMAT=json writes one JSON object per line instead. The level comes from
 SNAKEPIT_LOG_LEVEL (debug, info, warning, error, none), default warning.
+
+Log lines carry caller text (tool names, session and correlation ids, error messages). Both formats
+escape control characters in the whole record (C0 and C1 controls, DEL, the Unicode line and paragraph
+separators), so one record is always one line: a caller cannot forge records or send terminal escapes.
 """
 
 from __future__ import annotations
@@ -11,11 +15,35 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from compilation_bridge.protocol.logcontext import CorrelationFilter
 
 TEXT_FORMAT = "%(asctime)s - [%(threadName)s] - %(name)s - %(levelname)s - [corr=%(corr)s] %(message)s"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+_CONTROLS = [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029]
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+
+
+def _escapes(spell: Callable[[int], str]) -> dict[int, str]:
+    return {code: _NAMED.get(code) or spell(code) for code in _CONTROLS}
+
+
+# Text: readable Python-style escapes. JSON: only what json.dumps leaves raw (it escapes C0 itself),
+# spelled as JSON escapes so that the line stays valid JSON.
+_TEXT_ESCAPES = _escapes(lambda code: f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+_JSON_ESCAPES = {code: f"\\u{code:04x}" for code in _CONTROLS if code >= 0x7F}
+
+
+def escape_controls(text: str) -> str:
+    """`text` on one line: every control character as a visible escape."""
+    return text.translate(_TEXT_ESCAPES)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        # The whole record, traceback included: a multi-line record could not be told from two.
+        return escape_controls(super().format(record))
 
 
 class JsonFormatter(logging.Formatter):
@@ -30,7 +58,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return json.dumps(entry, ensure_ascii=False).translate(_JSON_ESCAPES)
 
 
 def configure_logging(level_name: str | None = None) -> None:
@@ -47,6 +75,6 @@ def configure_logging(level_name: str | None = None) -> None:
     if os.environ.get("COMPILATION_BRIDGE_LOG_FORMAT", "").strip().lower() == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+        handler.setFormatter(TextFormatter(TEXT_FORMAT))
     root.addHandler(handler)
     root.setLevel(LEVELS.get(level_name, logging.WARNING))

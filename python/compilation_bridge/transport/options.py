@@ -1,4 +1,4 @@
-"""Start-up options: Snakepit's command line (spec §1.1) plus this worker's own, and the environment.
+"""Start-up options: Snakepit's command line (docs/wire.md#launch-arguments), ours, and the environment.
 
 Snakepit passes `--adapter --port --elixir-address --snakepit-run-id --snakepit-instance-name
 [--snakepit-instance-token]` and, depending on the profile, `--max-workers`, `--thread-safety-check` and
@@ -20,11 +20,13 @@ DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit
 MAX_PORT = 65535
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_CALLS = 8
+DEFAULT_MAX_REFLECTION_STREAMS = 2
+DEFAULT_STREAM_IDLE_S = 30.0
 
 
 @dataclass(frozen=True)
 class HeartbeatConfig:
-    """Python -> Elixir heartbeat (spec §2.4): in dependent mode, repeated failures stop the worker."""
+    """Python -> Elixir heartbeat (docs/wire.md#heartbeat): if dependent, repeated misses stop the worker."""
 
     enabled: bool = True
     interval_ms: int = 2000
@@ -48,6 +50,9 @@ class ServeOptions:
     health_check: bool = False
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    reflection: bool = False
+    max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS
+    stream_idle_s: float = DEFAULT_STREAM_IDLE_S
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     ignored: tuple[str, ...] = ()
 
@@ -119,6 +124,13 @@ def from_namespace(
         max_concurrent_calls=_env_int(
             env, "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS
         ),
+        reflection=_truthy(env.get("COMPILATION_BRIDGE_REFLECTION", "")),
+        max_reflection_streams=_env_int(
+            env, "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS
+        ),
+        stream_idle_s=float(
+            _env_int(env, "COMPILATION_BRIDGE_STREAM_IDLE_SECONDS", int(DEFAULT_STREAM_IDLE_S))
+        ),
         heartbeat=_heartbeat_config(args, env),
         ignored=tuple(unknown),
     )
@@ -156,16 +168,20 @@ def _heartbeat_config(args: argparse.Namespace, env: dict[str, str]) -> Heartbea
         if isinstance(parsed, dict):
             values.update({k: v for k, v in parsed.items() if k in HeartbeatConfig.__dataclass_fields__})
     defaults = HeartbeatConfig()
+
+    def number(key: str, least: int) -> int:
+        value = values.get(key, getattr(defaults, key))
+        if not isinstance(value, int | float | str):
+            raise TypeError(f"{key} must be a number")
+        return max(least, int(value))
+
     try:
         return HeartbeatConfig(
             enabled=bool(values.get("enabled", defaults.enabled)),
-            interval_ms=max(10, int(values.get("interval_ms", defaults.interval_ms))),  # type: ignore[arg-type]
-            timeout_ms=max(10, int(values.get("timeout_ms", defaults.timeout_ms))),  # type: ignore[arg-type]
-            max_missed_heartbeats=max(
-                1,
-                int(values.get("max_missed_heartbeats", defaults.max_missed_heartbeats)),  # type: ignore[arg-type]
-            ),
-            initial_delay_ms=max(0, int(values.get("initial_delay_ms", defaults.initial_delay_ms))),  # type: ignore[arg-type]
+            interval_ms=number("interval_ms", 10),
+            timeout_ms=number("timeout_ms", 10),
+            max_missed_heartbeats=number("max_missed_heartbeats", 1),
+            initial_delay_ms=number("initial_delay_ms", 0),
             dependent=bool(values.get("dependent", defaults.dependent)),
         )
     except (TypeError, ValueError):

@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 import msgpack
 
 from compilation_bridge.protocol.dispatch import STREAM_TOOL, Dispatcher, Reply
+from compilation_bridge.protocol.errors import fallback_payload
 
 log = logging.getLogger("compilation_bridge.transport.port")
 
@@ -204,6 +205,14 @@ class PortServer:
             )
             self.send({"id": request_id, "ok": False, "error": self._error(exc, "", None)})
             return
+        try:
+            self._answer(request)
+        except OSError:
+            raise  # stdout is gone: nobody can read a reply
+        except Exception as exc:  # a failure while answering is still answered, and the loop goes on
+            self.send({"id": request.id, "ok": False, "error": fallback_payload(exc)})
+
+    def _answer(self, request: Request) -> None:
         if request.tool == STREAM_TOOL:
             self._stream(request)
         else:
@@ -226,7 +235,7 @@ class PortServer:
             problem: Exception = ValueError(
                 f"result too large: {len(frame) - HEADER.size} bytes (limit {self.max_reply_bytes})"
             )
-        except (OverflowError, TypeError, ValueError) as exc:  # e.g. an int beyond 64 bits
+        except Exception as exc:  # e.g. an int beyond 64 bits, or nesting beyond msgpack's limit
             problem = exc
         error = self._error(problem, request.tool, request.payload, request.session_id)
         return encode_frame({"id": request.id, "ok": False, "error": error})

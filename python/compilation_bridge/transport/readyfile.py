@@ -1,4 +1,4 @@
-"""Snakepit's readiness channel (spec §1.5): the bound port, written atomically once serving started."""
+"""Snakepit's readiness channel (docs/wire.md#ready-file): the bound port, written atomically once serving."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Process lifecycle of the gRPC worker: bind, serve, signal readiness, stop on SIGTERM/SIGINT.
 
-Order (Snakepit spec §1.5, §2.5): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
+Order (docs/wire.md#ready-file): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
 runs on the gRPC server's threads, behind a cap that leaves threads free for Ping/Heartbeat. On
 SIGTERM or SIGINT the server stops accepting calls and the process exits 0 within about a second,
 even if a tool (a long compile) is still running: Python cannot interrupt that thread, so the
@@ -27,14 +27,17 @@ from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as p
 from compilation_bridge.transport.heartbeat import HeartbeatClient
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.readyfile import write_ready_file
-from compilation_bridge.transport.servicer import BridgeServicer
+from compilation_bridge.transport.reflection import add_reflection
+from compilation_bridge.transport.servicer import MAX_TELEMETRY_STREAMS, BridgeServicer
 
 log = logging.getLogger("compilation_bridge.transport")
 
 SERVICE_NAME = "snakepit.bridge.BridgeService"
+SERVICE_NAMES = (SERVICE_NAME, "grpc.health.v1.Health")  # what reflection lists, when enabled
 COMPILE_MODULE = "compilation_bridge.compile"
 STOP_GRACE_S = 0.5
-# Threads beyond the tool cap, for Ping/Heartbeat/session RPCs and the telemetry streams.
+# Threads beyond the tool cap and the long-lived streams' caps, always free for Ping, Heartbeat and the
+# session RPCs (all short): no number of open streams or running tools can take them.
 SPARE_THREADS = 8
 # What grpc binds for "localhost" (both, when the host has IPv6).
 LOOPBACK_ADDRESSES = ("127.0.0.1", "::1")
@@ -58,10 +61,12 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
     servicer = BridgeServicer(
         dispatcher, options.max_request_bytes, response_limit, options.max_concurrent_calls
     )
+    # Every RPC that can last (tools, streaming tools, telemetry, reflection) is capped on its own; the
+    # pool holds all those caps plus the spare threads, so the control path never waits for a thread.
+    reflection_streams = options.max_reflection_streams if options.reflection else 0
+    threads = options.max_concurrent_calls + MAX_TELEMETRY_STREAMS + reflection_streams + SPARE_THREADS
     server = grpc.server(
-        ThreadPoolExecutor(
-            max_workers=options.max_concurrent_calls + SPARE_THREADS, thread_name_prefix="bridge"
-        ),
+        ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bridge"),
         options=[
             ("grpc.max_receive_message_length", transport_limit),
             ("grpc.max_send_message_length", response_limit),
@@ -69,7 +74,9 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
         ],
     )
     pb_grpc.add_BridgeServiceServicer_to_server(servicer, server)
-    _add_health_and_reflection(server)
+    _add_health(server)
+    if options.reflection:
+        add_reflection(server, SERVICE_NAMES, options.max_reflection_streams, options.stream_idle_s)
     port = _bind(server, options.host, options.port)
     server.start()
     return RunningServer(server, port, servicer)
@@ -120,20 +127,14 @@ def _host_for_bind(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _add_health_and_reflection(server: grpc.Server) -> None:
+def _add_health(server: grpc.Server) -> None:
+    # Watch streams do not hold a thread: grpc_health answers them from callbacks (its non-blocking mode).
     from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-    from grpc_reflection.v1alpha import reflection
 
     health_servicer = health.HealthServicer()
     health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     health_servicer.set(SERVICE_NAME, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    names = (
-        SERVICE_NAME,
-        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-        reflection.SERVICE_NAME,
-    )
-    reflection.enable_server_reflection(names, server)
     assert pb.DESCRIPTOR.services_by_name["BridgeService"].full_name == SERVICE_NAME
 
 
@@ -194,7 +195,7 @@ def _start_heartbeat(
     if not options.elixir_address or not options.heartbeat.enabled:
         return None
     client = HeartbeatClient(
-        options.elixir_address, options.heartbeat, lambda: servicer.last_session_id, stop.set
+        options.elixir_address, options.heartbeat, lambda: servicer.worker_session_id, stop.set
     )
     client.start()
     return client

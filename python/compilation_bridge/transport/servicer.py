@@ -1,4 +1,4 @@
-"""The Snakepit 0.13 `BridgeService`, served by this worker (spec §3).
+"""The Snakepit 0.13 `BridgeService`, served by this worker (docs/wire.md, RPCs).
 
 Tool RPCs decode the JSON in each parameter's `Any.value` (whatever its type_url) into one payload dict
 and hand it to the transport-agnostic `Dispatcher`; results go back as JSON bytes in `result.value`,
@@ -20,8 +20,9 @@ import grpc
 
 from compilation_bridge.protocol import jsonio
 from compilation_bridge.protocol.dispatch import Dispatcher, Reply
-from compilation_bridge.protocol.errors import WorkerBusyError
+from compilation_bridge.protocol.errors import WorkerBusyError, fallback_payload
 from compilation_bridge.protocol.logcontext import correlation_id
+from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 
@@ -30,6 +31,7 @@ log = logging.getLogger("compilation_bridge.transport")
 TYPE_URL = "type.googleapis.com/snakepit."
 CORRELATION_HEADER = "x-snakepit-correlation-id"
 MAX_TELEMETRY_STREAMS = 2  # Elixir opens one per worker; each open stream holds a server thread
+MAX_CORRELATION_CHARS = 256  # it is printed in every log line of the call
 MAX_SESSIONS = 10_000  # InitializeSession ids remembered (callers choose them: keep the memory bounded)
 
 
@@ -57,7 +59,10 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
         self._sessions_lock = threading.Lock()
         self.sessions: OrderedDict[str, float] = OrderedDict()
-        self.last_session_id = ""
+        # The session Elixir initializes for this worker right after it is ready (Snakepit's post-ready
+        # sequence). Later InitializeSession calls never replace it: the heartbeat to Elixir carries it,
+        # and any caller's id there would create sessions in Elixir's store on that caller's behalf.
+        self.worker_session_id = ""
 
     # -------------------------------------------------------------------- health and sessions
     def Ping(self, request: pb.PingRequest, context: grpc.ServicerContext) -> pb.PingResponse:
@@ -74,16 +79,24 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def InitializeSession(
         self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
     ) -> pb.InitializeSessionResponse:
+        try:
+            session_id = check_session_id(request.session_id)
+        except ValueError as exc:
+            reply = self.dispatcher.error_reply(exc, "InitializeSession", None, request.session_id)
+            return pb.InitializeSessionResponse(success=False, error_message=_error_json(reply))
         with self._sessions_lock:
-            self.sessions.setdefault(request.session_id, time.time())
+            self.sessions.setdefault(session_id, time.time())
             while len(self.sessions) > MAX_SESSIONS:
                 self.sessions.popitem(last=False)
-            self.last_session_id = request.session_id
+            if not self.worker_session_id:
+                self.worker_session_id = session_id
         return pb.InitializeSessionResponse(success=True)
 
     def GetSession(
         self, request: pb.GetSessionRequest, context: grpc.ServicerContext
     ) -> pb.GetSessionResponse:
+        if is_too_long(request.session_id):
+            return pb.GetSessionResponse()  # unknown by construction; never echo an over-long id
         response = pb.GetSessionResponse(session_id=request.session_id)
         with self._sessions_lock:
             created = self.sessions.get(request.session_id)
@@ -94,6 +107,8 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def CleanupSession(
         self, request: pb.CleanupSessionRequest, context: grpc.ServicerContext
     ) -> pb.CleanupSessionResponse:
+        if is_too_long(request.session_id):
+            return pb.CleanupSessionResponse(success=False)
         with self._sessions_lock:
             self.sessions.pop(request.session_id, None)
         released = self.dispatcher.refs.release_session(request.session_id) if request.session_id else 0
@@ -139,16 +154,29 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         started = time.perf_counter()
         token = correlation_id.set(_correlation(request, context))
         try:
-            remaining = context.time_remaining()
-            if remaining is not None and remaining <= 0:
-                # The caller gave up while the call waited for a thread: do not run work nobody awaits.
-                late = TimeoutError("the call's deadline passed before it started")
-                reply = self.dispatcher.error_reply(late, request.tool_name, None, request.session_id)
-            else:
-                reply = self._run_tool(request)
-            return self._tool_response(reply, request, started)
+            return self._tool_response(self._reply(request, context), request, started)
+        except Exception as exc:  # a failure while answering is still answered in-band, never a status
+            return self._last_resort(exc, request, started)
         finally:
             correlation_id.reset(token)
+
+    def _reply(self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> Reply:
+        remaining = context.time_remaining()
+        if remaining is not None and remaining <= 0:
+            # The caller gave up while the call waited for a thread: do not run work nobody awaits.
+            late = TimeoutError("the call's deadline passed before it started")
+            return self.dispatcher.error_reply(late, request.tool_name, None, request.session_id)
+        return self._run_tool(request)
+
+    def _last_resort(
+        self, exc: Exception, request: pb.ExecuteToolRequest, started: float
+    ) -> pb.ExecuteToolResponse:
+        log.error("answering tool %s failed: %s", request.tool_name[:256], type(exc).__name__)
+        return pb.ExecuteToolResponse(
+            success=False,
+            error_message=jsonio.dumps(fallback_payload(exc)).decode(),
+            execution_time_ms=int((time.perf_counter() - started) * 1000),
+        )
 
     def _run_tool(self, request: pb.ExecuteToolRequest) -> Reply:
         if not self._calls.acquire(blocking=False):
@@ -176,7 +204,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
                 raise ValueError(f"parameter {key!r} is not valid JSON: {exc}") from None
         if request.binary_parameters:
             for key, data in request.binary_parameters.items():
-                payload[key] = bytes(data)  # raw bytes override a same-named JSON parameter (spec §4.1)
+                payload[key] = bytes(data)  # raw bytes override a JSON parameter (docs/wire.md#executetool)
         return payload
 
     def _tool_response(
@@ -185,7 +213,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         if reply.success:
             try:
                 data = jsonio.dumps(reply.result)
-            except (TypeError, ValueError) as exc:  # the codec only emits JSON types; never fail the RPC
+            except Exception as exc:  # the codec only emits JSON types; never fail the RPC
                 data = b""
                 reply = self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id)
             if reply.success and len(data) <= self.max_response_bytes:
@@ -199,7 +227,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
                 reply = self.dispatcher.error_reply(too_big, request.tool_name, None, request.session_id)
         return pb.ExecuteToolResponse(
             success=False,
-            error_message=jsonio.dumps(reply.error).decode(),
+            error_message=_error_json(reply),
             execution_time_ms=int((time.perf_counter() - started) * 1000),
         )
 
@@ -238,8 +266,8 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
 
     @staticmethod
     def _abort(context: grpc.ServicerContext, reply: Reply) -> None:
-        # Streams report failures as INTERNAL with the JSON error payload as details (spec §5).
-        context.abort(grpc.StatusCode.INTERNAL, jsonio.dumps(reply.error).decode())
+        # Streams report failures as INTERNAL with the JSON error payload as details (docs/wire.md#streaming).
+        context.abort(grpc.StatusCode.INTERNAL, _error_json(reply))
 
 
 class _Slots:
@@ -262,11 +290,15 @@ class _Slots:
             self._used -= 1
 
 
+def _error_json(reply: Reply) -> str:
+    return jsonio.dumps(reply.error).decode()
+
+
 def _correlation(request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> str:
     value = request.metadata.get("correlation_id")
     if value:
-        return value
+        return value[:MAX_CORRELATION_CHARS]
     for key, header in context.invocation_metadata() or ():
         if key == CORRELATION_HEADER:
-            return str(header)
+            return str(header)[:MAX_CORRELATION_CHARS]
     return "-"

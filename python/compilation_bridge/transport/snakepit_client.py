@@ -2,7 +2,7 @@
 
 `WorkerProcess.spawn` starts a worker exactly as Snakepit's GRPCWorker does (argv, environment, cwd,
 ready file, `Ping("connection_test")`, `InitializeSession`, a heartbeat every 2 s); `SnakeBridgeSession`
-builds exactly the payloads SnakeBridge's runtime sends (wire spec §2) and decodes replies as Elixir does.
+builds exactly the payloads SnakeBridge's runtime sends (docs/wire.md#tools), decodes replies as Elixir does.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class WorkerProcess:
     ) -> WorkerProcess:
         script = script or launch_script()
         elixir = ElixirBridgeServer() if elixir_address is None else None
-        elixir_address = elixir.address if elixir is not None else elixir_address
+        elixir_address = elixir.address if elixir is not None else str(elixir_address)
         tmp = tempfile.mkdtemp(prefix="snakepit_")
         ready_file = os.path.join(tmp, f"snakepit_ready_default_worker_1_{time.monotonic_ns()}")
         log_path = os.path.join(tmp, "worker.log")

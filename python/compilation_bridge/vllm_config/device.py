@@ -14,8 +14,17 @@ from compilation_bridge.vllm_config.platforms import current_platform
 class DeviceConfig:
     # vLLM turns this into a torch.device; it stays the device-type string here so that config work
     # never imports torch.
+    """Configuration for the device to use for vLLM execution."""
+
     device: str | None = "auto"
+    """Device type for vLLM execution.
+    This parameter is deprecated and will be
+    removed in a future release.
+    It will now be set automatically based
+    on the current platform."""
     device_type: str = field(init=False)
+    """Device type from the current platform. This is set in
+    `__post_init__`."""
 
     def __repr__(self) -> str:
         # vLLM holds a torch.device here; print it the way torch does.

@@ -2,7 +2,8 @@
 
 Only a folder's `config.json` is read (never the hub, never weights or tokenizers). The folder must be
 one bundled with the package (`tiny-llama`) or lie under the operator's allowed roots or
-`COMPILATION_BRIDGE_MODEL_ROOTS`, so a caller cannot probe the file system through it.
+`COMPILATION_BRIDGE_MODEL_ROOTS`, so a caller cannot probe the file system through it; `config.json` is
+opened without following a symlink out of those roots (`compilation_bridge.safe_files`).
 """
 
 import json
@@ -14,6 +15,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
 from compilation_bridge.settings import get_settings
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 
@@ -113,9 +115,15 @@ def resolve_model_dir(model: str) -> Path:
 
 def load_hf_config(model: str) -> dict[str, Any]:
     path = resolve_model_dir(model) / "config.json"
-    if path.stat().st_size > MAX_CONFIG_BYTES:
-        raise ValueError(f"model {model!r}: config.json is larger than {MAX_CONFIG_BYTES} bytes")
-    config = json.loads(path.read_text())
+    try:
+        # Resolved and re-checked against the roots as it is opened: a config.json that is a symlink
+        # out of them (planted after resolve_model_dir looked) is refused, not read.
+        raw = read_bytes(path, max_bytes=MAX_CONFIG_BYTES, roots=_readable_roots(), follow=True)
+    except PathNotAllowedError as e:
+        raise ValueError(f"model {model!r}: config.json is not readable here: {e}") from e
+    except ValueError as e:
+        raise ValueError(f"model {model!r}: config.json is larger than {MAX_CONFIG_BYTES} bytes") from e
+    config = json.loads(raw)
     if not isinstance(config, dict):
         raise ValueError(f"model {model!r}: config.json must hold a JSON object")
     return config
@@ -124,54 +132,204 @@ def load_hf_config(model: str) -> dict[str, Any]:
 @vllm_name("vllm.config.model.ModelConfig")
 @dataclass(config=ConfigDict(arbitrary_types_allowed=True))
 class ModelConfig:
-    """vLLM's ModelConfig field list (same names, order and defaults); only `config.json` is read.
+    """Configuration for the model."""
 
-    `dtype` stays a name ("bfloat16") where vLLM holds a torch.dtype, so config work never imports torch.
-    """
+    # vLLM's ModelConfig field list (same names, order and defaults); only `config.json` is read.
+    # `dtype` stays a name ("bfloat16") where vLLM holds a torch.dtype, so config work never imports torch.
 
     model: str = "Qwen/Qwen3-0.6B"
+    """Name or path of the Hugging Face model to use. It is also used as the
+    content for `model_name` tag in metrics output when `served_model_name` is
+    not specified."""
     model_weights: str = ""
+    """Original model weights path. Used when the model is pulled from object
+    storage (e.g., RunAI) to preserve the original URI while `model` points to
+    the local directory."""
     runner: Literal["auto", "generate", "pooling", "draft"] = "auto"
+    """The type of model runner to use. Each vLLM instance only supports one
+    model runner, even if the same model can be used for multiple types."""
     convert: str = "auto"
+    """Convert the model using adapters defined in
+    [vllm.model_executor.models.adapters][]. The most common use case is to
+    adapt a text generation model to be used for pooling tasks."""
     tokenizer: str = Field(default=None)
+    """Name or path of the Hugging Face tokenizer to use. If unspecified, model
+    name or path will be used."""
     tokenizer_mode: str = "auto"
+    """Tokenizer mode:\n
+    - "auto" will use the tokenizer from `mistral_common` for Mistral models
+    if available, otherwise it will use the "hf" tokenizer.\n
+    - "hf" will use the fast tokenizer if available.\n
+    - "slow" will always use the slow tokenizer.\n
+    - "mistral" will always use the tokenizer from `mistral_common`.\n
+    - "deepseek_v32" will always use the tokenizer from `deepseek_v32`.\n
+    - Other custom values can be supported via plugins."""
     trust_remote_code: bool = False
+    """Trust remote code (e.g., from HuggingFace) when downloading the model
+    and tokenizer."""
     dtype: str | DType = "auto"
+    """Data type for model weights and activations:\n
+    - "auto" will use FP16 precision for FP32 and FP16 models, and BF16
+    precision for BF16 models.\n
+    - "half" for FP16. Recommended for AWQ quantization.\n
+    - "float16" is the same as "half".\n
+    - "bfloat16" for a balance between precision and range.\n
+    - "float" is shorthand for FP32 precision.\n
+    - "float32" for FP32 precision."""
     seed: int = 0
+    """Random seed for reproducibility.
+
+    We must set the global seed because otherwise,
+    different tensor parallel workers would sample different tokens,
+    leading to inconsistent results."""
     hf_config: dict[str, Any] = field(init=False)
+    """The Hugging Face config of the model."""
     hf_text_config: dict[str, Any] = field(init=False)
+    """The Hugging Face config of the text model (same as hf_config for text models)."""
     hf_config_path: str | None = None
+    """Name or path of the Hugging Face config to use. If unspecified, model
+    name or path will be used."""
     allowed_local_media_path: str = ""
+    """Allowing API requests to read local images or videos from directories
+    specified by the server file system. This is a security risk. Should only
+    be enabled in trusted environments."""
     allowed_media_domains: list[str] | None = None
+    """If set, only media URLs that belong to this domain can be used for
+    multi-modal inputs. """
     revision: str | None = None
+    """The specific model version to use. It can be a branch name, a tag name,
+    or a commit id. If unspecified, will use the default version."""
     code_revision: str | None = None
+    """The specific revision to use for the model code on the Hugging Face Hub.
+    It can be a branch name, a tag name, or a commit id. If unspecified, will
+    use the default version."""
     tokenizer_revision: str | None = None
+    """The specific revision to use for the tokenizer on the Hugging Face Hub.
+    It can be a branch name, a tag name, or a commit id. If unspecified, will
+    use the default version."""
     max_model_len: int = Field(default=None)
+    """Model context length (prompt and output). If unspecified, will be
+    automatically derived from the model config.
+
+    When passing via `--max-model-len`, supports k/m/g/K/M/G in human-readable
+    format. Examples:\n
+    - 1k -> 1000\n
+    - 1K -> 1024\n
+    - 25.6k -> 25,600\n
+    - -1 or 'auto' -> Automatically choose the maximum model length that fits in
+    GPU memory. This will use the model's maximum context length if it fits,
+    otherwise it will find the largest length that can be accommodated."""
     spec_target_max_model_len: int | None = None
+    """Specify the maximum length for spec decoding draft models."""
     quantization: str | None = None
+    """Method used to quantize the weights. If `None`, we first check the
+    `quantization_config` attribute in the model config file. If that is
+    `None`, we assume the model weights are not quantized and use `dtype` to
+    determine the data type of the weights."""
     allow_deprecated_quantization: bool = False
+    """Whether to allow deprecated quantization methods."""
     enforce_eager: bool = False
+    """Whether to always use eager-mode PyTorch. If True, we will disable CUDA
+    graph and always execute the model in eager mode. If False, we will use
+    CUDA graph and eager execution in hybrid for maximal performance and
+    flexibility."""
     enable_return_routed_experts: bool = False
+    """Whether to return routed experts."""
     max_logprobs: int = 20
+    """Maximum number of log probabilities to return when `logprobs` is
+    specified in `SamplingParams`. The default value comes the default for the
+    OpenAI Chat Completions API. -1 means no cap, i.e. all (output_length *
+    vocab_size) logprobs are allowed to be returned and it may cause OOM."""
     logprobs_mode: str = "raw_logprobs"
+    """Indicates the content returned in the logprobs and prompt_logprobs.
+    Supported mode:
+    1) raw_logprobs, 2) processed_logprobs, 3) raw_logits, 4) processed_logits.
+    Raw means the values before applying any logit processors, like bad words.
+    Processed means the values after applying all processors, including
+    temperature and top_k/top_p.
+    """
     disable_sliding_window: bool = False
+    """Whether to disable sliding window. If True, we will disable the sliding
+    window functionality of the model, capping to sliding window size. If the
+    model does not support sliding window, this argument is ignored."""
     disable_cascade_attn: bool = False
+    """Disable cascade attention for V1. While cascade attention does not
+    change the mathematical correctness, disabling it could be useful for
+    preventing potential numerical issues. Note that even if this is set to
+    False, cascade attention will be only used when the heuristic tells that
+    it's beneficial."""
     skip_tokenizer_init: bool = False
+    """Skip initialization of tokenizer and detokenizer. Expects valid
+    `prompt_token_ids` and `None` for prompt from the input. The generated
+    output will contain token ids."""
     enable_prompt_embeds: bool = False
+    """If `True`, enables passing text embeddings as inputs via the
+    `prompt_embeds` key.
+
+    WARNING: The vLLM engine may crash if incorrect shape of embeddings is passed.
+    Only enable this flag for trusted users!"""
     served_model_name: str | list[str] | None = None
+    """The model name(s) used in the API. If multiple names are provided, the
+    server will respond to any of the provided names. The model name in the
+    model field of a response will be the first name in this list. If not
+    specified, the model name will be the same as the `--model` argument. Noted
+    that this name(s) will also be used in `model_name` tag content of
+    prometheus metrics, if multiple names provided, metrics tag will take the
+    first one."""
     config_format: str = "auto"
+    """The format of the model config to load:\n
+    - "auto" will try to load the config in hf format if available after trying
+    to load in mistral format.\n
+    - "hf" will load the config in hf format.\n
+    - "mistral" will load the config in mistral format."""
     hf_token: bool | str | None = None
+    """The token to use as HTTP bearer authorization for remote files . If
+    `True`, will use the token generated when running `huggingface-cli login`
+    (stored in `~/.huggingface`)."""
     hf_overrides: dict[str, Any] = field(default_factory=dict)
+    """If a dictionary, contains arguments to be forwarded to the Hugging Face
+    config. If a callable, it is called to update the HuggingFace config."""
     logits_processor_pattern: str | None = None
+    """Optional regex pattern specifying valid logits processor qualified names
+    that can be passed with the `logits_processors` extra completion argument.
+    Defaults to `None`, which allows no processors."""
     generation_config: str = "auto"
+    """The folder path to the generation config. Defaults to `"auto"`, the
+    generation config will be loaded from model path. If set to `"vllm"`, no
+    generation config is loaded, vLLM defaults will be used. If set to a folder
+    path, the generation config will be loaded from the specified folder path.
+    If `max_new_tokens` is specified in generation config, then it sets a
+    server-wide limit on the number of output tokens for all requests."""
     override_generation_config: dict[str, Any] = field(default_factory=dict)
+    """Overrides or sets generation config. e.g. `{"temperature": 0.5}`. If
+    used with `--generation-config auto`, the override parameters will be
+    merged with the default config from the model. If used with
+    `--generation-config vllm`, only the override parameters are used."""
     enable_sleep_mode: bool = False
+    """Enable sleep mode for the engine (only cuda and
+    hip platforms are supported)."""
     model_impl: str = "auto"
+    """Which implementation of the model to use:\n
+    - "auto" will try to use the vLLM implementation, if it exists, and fall
+    back to the Transformers implementation if no vLLM implementation is
+    available.\n
+    - "vllm" will use the vLLM model implementation.\n
+    - "transformers" will use the Transformers model implementation.\n
+    - "terratorch" will use the TerraTorch model implementation.
+    """
     override_attention_dtype: str | None = None
+    """Override dtype for attention"""
     logits_processors: list[str] | None = None
+    """One or more logits processors' fully-qualified class names or class
+    definitions"""
     io_processor_plugin: str | None = None
+    """IOProcessor plugin name to load at model startup"""
     pooler_config: dict[str, Any] | None = None
+    """Pooler config which controls the behaviour of output pooling in pooling
+    models."""
     multimodal_config: dict[str, Any] | None = None
+    """Configuration for multimodal model. If `None`, this will be inferred
+    from the architecture of `self.model`."""
 
     def __post_init__(self) -> None:
         self.hf_config = load_hf_config(self.model)

@@ -21,16 +21,53 @@ FI_SUPPORTED_WORLD_SIZES = (2, 4, 8)
 @vllm_name("vllm.config.compilation.PassConfig")
 @dataclass(config=ConfigDict(extra="forbid"))
 class PassConfig:
+    """Configuration for custom Inductor passes.
+
+    This is separate from general `CompilationConfig` so that inductor passes
+    don't all have access to full configuration - that would create a cycle as
+    the `PassManager` is set as a property of config.
+
+    You must pass PassConfig to VLLMConfig constructor via the CompilationConfig
+    constructor. VLLMConfig's post_init does further initialization.
+    If used outside of the VLLMConfig, some fields may be left in an
+    improper state.
+    """
+
     # None means "not decided": VllmConfig's optimization level fills these in.
     fuse_norm_quant: bool = Field(default=None)
+    """Fuse the custom RMSNorm + quant ops."""
     fuse_act_quant: bool = Field(default=None)
+    """Fuse the custom SiluMul + quant ops."""
     fuse_attn_quant: bool = Field(default=None)
+    """Fuse the custom attention + quant ops."""
     eliminate_noops: bool = Field(default=None)
+    """Eliminate no-op ops."""
     enable_sp: bool = Field(default=None)
+    """Enable sequence parallelism."""
     fuse_gemm_comms: bool = Field(default=None)
+    """Enable async TP."""
     fuse_allreduce_rms: bool = Field(default=None)
+    """Enable flashinfer allreduce fusion."""
     fi_allreduce_fusion_max_size_mb: float | None = None
+    """The threshold of the communicated tensor sizes under which
+    vllm should use flashinfer fused allreduce. Specified as a
+    float in MB.
+    Unspecified will fallback to default values
+    which are compute capability and world size dependent.
+        FI_ALLREDUCE_FUSION_MAX_SIZE_MB = {
+            90: {
+                2: 64,  # 64MB
+                4: 2,  # 2MB
+                8: 1,  # 1MB
+            },
+            100: {
+                2: 64,  # 64MB
+                4: 32,  # 32MB
+                8: 1,  # 1MB
+            },
+        }, where key is the device capability"""
     enable_qk_norm_rope_fusion: bool = False
+    """Enable fused Q/K RMSNorm + RoPE pass."""
 
     def flashinfer_max_size(self, world_size: int) -> int | None:
         """Bytes under which the flashinfer allreduce fusion applies, or None."""

@@ -33,16 +33,39 @@ _ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
 @vllm_name("vllm.config.vllm.VllmConfig")
 @dataclass(config=ConfigDict(arbitrary_types_allowed=True))
 class VllmConfig:
+    """Dataclass which contains all vllm-related configuration. This
+    simplifies passing around the distinct configurations in the codebase.
+    """
+
     model_config: ModelConfig = Field(default=None)
+    """Model configuration."""
     parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
+    """Parallel configuration."""
     scheduler_config: SchedulerConfig = Field(default_factory=SchedulerConfig.default_factory)
+    """Scheduler configuration."""
     device_config: DeviceConfig = Field(default_factory=DeviceConfig)
+    """Device configuration."""
     compilation_config: CompilationConfig = Field(default_factory=CompilationConfig)
+    """`torch.compile` and cudagraph capture configuration for the model.
+
+    As a shorthand, one can append compilation arguments via
+    -cc.parameter=argument such as `-cc.mode=3` (same as `-cc='{"mode":3}'`).
+
+    You can specify the full compilation config like so:
+    `{"mode": 3, "cudagraph_capture_sizes": [1, 2, 4, 8]}`
+    """
     instance_id: str = ""
+    """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
+    """The optimization level. These levels trade startup time cost for
+    performance, with -O0 having the best startup time and -O3 having the best
+    performance. -02 is used by defult. See  OptimizationLevel for full
+    description."""
     # Held at vLLM's defaults; part of the hash only.
     cache_config: CacheConfig = dataclasses.field(default_factory=CacheConfig, init=False)
+    """Cache configuration."""
     attention_config: AttentionConfig = dataclasses.field(default_factory=AttentionConfig, init=False)
+    """Attention configuration."""
 
     def compute_hash(self) -> str:
         """vLLM's engine hash: md5 of every sub-config's hash, first 10 hex digits."""

@@ -76,6 +76,31 @@ defmodule Vllm.Config.CompilationConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `level` - Level is deprecated and will be removed in the next release, either 0.12.0 or 0.11.2 whichever is soonest. Please use mode. Currently all levels are mapped to mode.
+  - `mode` - The compilation approach used for torch.compile-based compilation of the model.
+  - `debug_dump_path` - The path to dump the debug information.
+  - `cache_dir` - The directory to store the compiled graph, to accelerate Inductor compilation. By default, it will use model-related information to generate a cache directory.
+  - `compile_cache_save_format` - Format for saving torch compile cache.
+  - `backend` - The backend for compilation.
+  - `custom_ops` - Fine-grained control over which custom ops to enable/disable. Use 'all' to enable all, 'none' to disable all. Also specify a list of custom op names to enable (prefixed with a '+'), or disable (prefixed with a '-').
+  - `splitting_ops` - A list of ops to exclude from cudagraphs, used in piecewise compilation.
+  - `compile_mm_encoder` - Whether or not to compile the multimodal encoder. Currently, this only works for `Qwen2_5_vl` and `mLLaMa4` models on selected platforms. Disabled by default until more models are supported/tested to work.
+  - `compile_sizes` - Sizes to compile for inductor. In addition to integers, it also supports "cudagraph_capture_sizes" to specify the sizes for cudagraph capture.
+  - `compile_ranges_split_points` - Split points that represent compile ranges for inductor. The compile ranges are [1, split_points[0]], [split_points[0] + 1, split_points[1]], ..., [split_points[-1] + 1, max_num_batched_tokens]. Compile sizes are also used single element ranges, the range is represented as [compile_sizes[i], compile_sizes[i]].
+  - `inductor_compile_config` - Additional configurations for inductor.
+  - `inductor_passes` - Additional passes for inductor. It is a dictionary from pass name to pass function qualified name. We use function name because the config uses JSON format. If we pass the config from Python, functions can also be passed directly via Python object constructor, e.g. `CompilationConfig(inductor_passes={"a": func})`.
+  - `cudagraph_mode` - The mode of the cudagraph.
+  - `cudagraph_num_of_warmups` - Number of warmup runs for cudagraph. It means the first several runs will be treated as warmup runs. Only after that, the execution will be recorded, and the recorded cudagraph will be used for subsequent runs.
+  - `cudagraph_capture_sizes` - Sizes to capture cudagraph.
+  - `cudagraph_copy_inputs` - Whether to copy input tensors for cudagraph. If the caller can guarantee that the same input buffers are always used, it can set this to False. Otherwise, it should set this to True, and the compiler will copy the input to an internally managed buffer. Default is False. Note that this flag is only effective when cudagraph_mode is PIECEWISE.
+  - `cudagraph_specialize_lora` - Whether to create separate cuda graphs for cases with and without active LoRA adapters. When set to False, the LoRA-enabled cuda graph will be used for all cases, incurring the overhead of running LoRA ops even when no adapters are active. Setting this to True will remove this overhead at the cost of increased startup time and slightly higher memory usage. When `enable_lora` is False, this option has no effect.
+  - `use_inductor_graph_partition` - Use inductor graph partition to split the graph at cudagraph_unsafe ops. This partition happens at inductor codegen time after all passes and fusions are finished. It generates a single `call` function which wraps cudagraph-safe ops into partition functions and leave cudagraph-unsafe ops outside the partition functions. For a graph with N cudagraph-unsafe ops (e.g., Attention), there would be N+1 partitions. To mark an op as cudagraph unsafe, we can add `tags=(torch._C.Tag.cudagraph_unsafe)` when register the custom op.
+  - `pass_config` - Custom inductor passes, see PassConfig for more details
+  - `max_cudagraph_capture_size` - The maximum cudagraph capture size.
+  - `dynamic_shapes_config` - Configuration for dynamic shapes options
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do
@@ -188,7 +213,7 @@ defmodule Vllm.Config.CompilationConfig do
   - `list(term())`
   """
   @spec get_compile_ranges(SnakeBridge.Ref.t(), keyword()) ::
-          {:ok, [term()]} | {:error, Snakepit.Error.t()}
+          {:ok, list(term())} | {:error, Snakepit.Error.t()}
   def get_compile_ranges(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_compile_ranges, [], opts)
   end
@@ -282,7 +307,7 @@ defmodule Vllm.Config.CompilationConfig do
 
   - `term()`
   """
-  @spec set_splitting_ops_for_v1(SnakeBridge.Ref.t(), String.t(), [term()], keyword()) ::
+  @spec set_splitting_ops_for_v1(SnakeBridge.Ref.t(), String.t(), list(term()), keyword()) ::
           {:ok, term()} | {:error, Snakepit.Error.t()}
   def set_splitting_ops_for_v1(ref, all2all_backend, args, opts \\ []) do
     {args, opts} = SnakeBridge.Runtime.normalize_args_opts(args, opts)

@@ -6,7 +6,7 @@
 
 defmodule Vllm.Config.DeviceConfig do
   @moduledoc """
-  Python class `vllm.config.DeviceConfig`.
+  Configuration for the device to use for vLLM execution.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "DeviceConfig"
@@ -33,6 +33,10 @@ defmodule Vllm.Config.DeviceConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `device` - Device type for vLLM execution. This parameter is deprecated and will be removed in a future release. It will now be set automatically based on the current platform.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

@@ -6,9 +6,7 @@
 
 defmodule Vllm.Config.ModelConfig do
   @moduledoc """
-  vLLM's ModelConfig field list (same names, order and defaults); only `config.json` is read.
-
-  `dtype` stays a name ("bfloat16") where vLLM holds a torch.dtype, so config work never imports torch.
+  Configuration for the model.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "ModelConfig"
@@ -35,6 +33,50 @@ defmodule Vllm.Config.ModelConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `model` - Name or path of the Hugging Face model to use. It is also used as the content for `model_name` tag in metrics output when `served_model_name` is not specified.
+  - `model_weights` - Original model weights path. Used when the model is pulled from object storage (e.g., RunAI) to preserve the original URI while `model` points to the local directory.
+  - `runner` - The type of model runner to use. Each vLLM instance only supports one model runner, even if the same model can be used for multiple types.
+  - `convert` - Convert the model using adapters defined in [vllm.model_executor.models.adapters][]. The most common use case is to adapt a text generation model to be used for pooling tasks.
+  - `tokenizer` - Name or path of the Hugging Face tokenizer to use. If unspecified, model name or path will be used.
+  - `tokenizer_mode` - Tokenizer mode.
+  - `trust_remote_code` - Trust remote code (e.g., from HuggingFace) when downloading the model and tokenizer.
+  - `dtype` - Data type for model weights and activations.
+  - `seed` - Random seed for reproducibility.
+  - `hf_config_path` - Name or path of the Hugging Face config to use. If unspecified, model name or path will be used.
+  - `allowed_local_media_path` - Allowing API requests to read local images or videos from directories specified by the server file system. This is a security risk. Should only be enabled in trusted environments.
+  - `allowed_media_domains` - If set, only media URLs that belong to this domain can be used for multi-modal inputs.
+  - `revision` - The specific model version to use. It can be a branch name, a tag name, or a commit id. If unspecified, will use the default version.
+  - `code_revision` - The specific revision to use for the model code on the Hugging Face Hub. It can be a branch name, a tag name, or a commit id. If unspecified, will use the default version.
+  - `tokenizer_revision` - The specific revision to use for the tokenizer on the Hugging Face Hub. It can be a branch name, a tag name, or a commit id. If unspecified, will use the default version.
+  - `max_model_len` - Model context length (prompt and output). If unspecified, will be automatically derived from the model config.
+  - `spec_target_max_model_len` - Specify the maximum length for spec decoding draft models.
+  - `quantization` - Method used to quantize the weights. If `None`, we first check the `quantization_config` attribute in the model config file. If that is `None`, we assume the model weights are not quantized and use `dtype` to determine the data type of the weights.
+  - `allow_deprecated_quantization` - Whether to allow deprecated quantization methods.
+  - `enforce_eager` - Whether to always use eager-mode PyTorch. If True, we will disable CUDA graph and always execute the model in eager mode. If False, we will use CUDA graph and eager execution in hybrid for maximal performance and flexibility.
+  - `enable_return_routed_experts` - Whether to return routed experts.
+  - `max_logprobs` - Maximum number of log probabilities to return when `logprobs` is specified in `SamplingParams`. The default value comes the default for the OpenAI Chat Completions API. -1 means no cap, i.e. all (output_length * vocab_size) logprobs are allowed to be returned and it may cause OOM.
+  - `logprobs_mode` - Indicates the content returned in the logprobs and prompt_logprobs. Supported mode: 1) raw_logprobs, 2) processed_logprobs, 3) raw_logits, 4) processed_logits. Raw means the values before applying any logit processors, like bad words. Processed means the values after applying all processors, including temperature and top_k/top_p.
+  - `disable_sliding_window` - Whether to disable sliding window. If True, we will disable the sliding window functionality of the model, capping to sliding window size. If the model does not support sliding window, this argument is ignored.
+  - `disable_cascade_attn` - Disable cascade attention for V1. While cascade attention does not change the mathematical correctness, disabling it could be useful for preventing potential numerical issues. Note that even if this is set to False, cascade attention will be only used when the heuristic tells that it's beneficial.
+  - `skip_tokenizer_init` - Skip initialization of tokenizer and detokenizer. Expects valid `prompt_token_ids` and `None` for prompt from the input. The generated output will contain token ids.
+  - `enable_prompt_embeds` - If `True`, enables passing text embeddings as inputs via the `prompt_embeds` key.
+  - `served_model_name` - The model name(s) used in the API. If multiple names are provided, the server will respond to any of the provided names. The model name in the model field of a response will be the first name in this list. If not specified, the model name will be the same as the `--model` argument. Noted that this name(s) will also be used in `model_name` tag content of prometheus metrics, if multiple names provided, metrics tag will take the first one.
+  - `config_format` - The format of the model config to load.
+  - `hf_token` - The token to use as HTTP bearer authorization for remote files . If `True`, will use the token generated when running `huggingface-cli login` (stored in `~/.huggingface`).
+  - `hf_overrides` - If a dictionary, contains arguments to be forwarded to the Hugging Face config. If a callable, it is called to update the HuggingFace config.
+  - `logits_processor_pattern` - Optional regex pattern specifying valid logits processor qualified names that can be passed with the `logits_processors` extra completion argument. Defaults to `None`, which allows no processors.
+  - `generation_config` - The folder path to the generation config. Defaults to `"auto"`, the generation config will be loaded from model path. If set to `"vllm"`, no generation config is loaded, vLLM defaults will be used. If set to a folder path, the generation config will be loaded from the specified folder path. If `max_new_tokens` is specified in generation config, then it sets a server-wide limit on the number of output tokens for all requests.
+  - `override_generation_config` - Overrides or sets generation config. e.g. `{"temperature": 0.5}`. If used with `--generation-config auto`, the override parameters will be merged with the default config from the model. If used with `--generation-config vllm`, only the override parameters are used.
+  - `enable_sleep_mode` - Enable sleep mode for the engine (only cuda and hip platforms are supported).
+  - `model_impl` - Which implementation of the model to use.
+  - `override_attention_dtype` - Override dtype for attention
+  - `logits_processors` - One or more logits processors' fully-qualified class names or class definitions
+  - `io_processor_plugin` - IOProcessor plugin name to load at model startup
+  - `pooler_config` - Pooler config which controls the behaviour of output pooling in pooling models.
+  - `multimodal_config` - Configuration for multimodal model. If `None`, this will be inferred from the architecture of `self.model`.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

@@ -6,7 +6,7 @@
 
 defmodule Vllm.Config.ParallelConfig do
   @moduledoc """
-  Python class `vllm.config.ParallelConfig`.
+  Configuration for the distributed execution.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "ParallelConfig"
@@ -33,6 +33,53 @@ defmodule Vllm.Config.ParallelConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `pipeline_parallel_size` - Number of pipeline parallel groups.
+  - `tensor_parallel_size` - Number of tensor parallel groups.
+  - `prefill_context_parallel_size` - Number of prefill context parallel groups.
+  - `data_parallel_size` - Number of data parallel groups. MoE layers will be sharded according to the product of the tensor parallel size and data parallel size.
+  - `data_parallel_size_local` - Number of local data parallel groups.
+  - `data_parallel_rank` - Rank of the data parallel group.
+  - `data_parallel_rank_local` - Local rank of the data parallel group, set only in SPMD mode.
+  - `data_parallel_master_ip` - IP of the data parallel master.
+  - `data_parallel_rpc_port` - Port for data parallel messaging.
+  - `data_parallel_master_port` - Port of the data parallel master.
+  - `data_parallel_backend` - Backend to use for data parallel, either "mp" or "ray".
+  - `data_parallel_external_lb` - Whether to use "external" DP LB mode. Applies only to online serving and when data_parallel_size > 0. This is useful for a "one-pod-per-rank" wide-EP setup in Kubernetes. Set implicitly when --data-parallel-rank is provided explicitly to vllm serve.
+  - `data_parallel_hybrid_lb` - Whether to use "hybrid" DP LB mode. Applies only to online serving and when data_parallel_size > 0. Enables running an AsyncLLM and API server on a "per-node" basis where vLLM load balances between local data parallel ranks, but an external LB balances between vLLM nodes/replicas. Set explicitly in conjunction with --data-parallel-start-rank.
+  - `is_moe_model` - Whether the deployed model is MoE (if known).
+  - `enable_expert_parallel` - Use expert parallelism instead of tensor parallelism for MoE layers.
+  - `enable_eplb` - Enable expert parallelism load balancing for MoE layers.
+  - `eplb_config` - Expert parallelism configuration.
+  - `expert_placement_strategy` - The expert placement strategy for MoE layers.
+  - `all2all_backend` - All2All backend for MoE expert parallel communication.
+  - `max_parallel_loading_workers` - Maximum number of parallel loading workers when loading model sequentially in multiple batches. To avoid RAM OOM when using tensor parallel and large models.
+  - `disable_custom_all_reduce` - Disable the custom all-reduce kernel and fall back to NCCL.
+  - `enable_dbo` - Enable dual batch overlap for the model executor.
+  - `ubatch_size` - Number of ubatch size.
+  - `dbo_decode_token_threshold` - The threshold for dual batch overlap for batches only containing decodes. If the number of tokens in the request is greater than this threshold, microbatching will be used. Otherwise, the request will be processed in a single batch.
+  - `dbo_prefill_token_threshold` - The threshold for dual batch overlap for batches that contain one or more prefills. If the number of tokens in the request is greater than this threshold, microbatching will be used. Otherwise, the request will be processed in a single batch.
+  - `disable_nccl_for_dp_synchronization` - Forces the dp synchronization logic in vllm/v1/worker/dp_utils.py to use Gloo instead of NCCL for its all reduce.
+  - `ray_workers_use_nsight` - Whether to profile Ray workers with nsight, see https://docs.ray.io/en/latest/ray-observability/user-guides/profiling.html#profiling-nsight-profiler.
+  - `ray_runtime_env` - Ray runtime environment to pass to distributed workers.
+  - `placement_group` - ray distributed model workers placement group.
+  - `distributed_executor_backend` - Backend to use for distributed model workers, either "ray" or "mp" (multiprocessing). If the product of pipeline_parallel_size and tensor_parallel_size is less than or equal to the number of GPUs available, "mp" will be used to keep processing on a single host. Otherwise, an error will be raised. To use "mp" you must also set nnodes, and to use "ray" you must manually set distributed_executor_backend to "ray".
+  - `worker_cls` - The full name of the worker class to use. If "auto", the worker class will be determined based on the platform.
+  - `sd_worker_cls` - The full name of the worker class to use for speculative decoding. If "auto", the worker class will be determined based on the platform.
+  - `worker_extension_cls` - The full name of the worker extension class to use. The worker extension class is dynamically inherited by the worker class. This is used to inject new attributes and methods to the worker class for use in collective_rpc calls.
+  - `master_addr` - distributed master address for multi-node distributed inference when distributed_executor_backend is mp.
+  - `master_port` - distributed master port for multi-node distributed inference when distributed_executor_backend is mp.
+  - `node_rank` - distributed node rank for multi-node distributed inference when distributed_executor_backend is mp.
+  - `nnodes` - num of nodes for multi-node distributed inference when distributed_executor_backend is mp.
+  - `rank` - Global rank in distributed setup.
+  - `_data_parallel_master_port_list` - List of open port auto-queried for data parallel messaging. Set to be private as it's not intended to be configured by users.
+  - `decode_context_parallel_size` - Number of decode context parallel groups, because the world size does not change by dcp, it simply reuse the GPUs of TP group, and tp_size needs to be divisible by dcp_size.
+  - `dcp_kv_cache_interleave_size` - Interleave size of kv_cache storage while using DCP. dcp_kv_cache_interleave_size has been replaced by cp_kv_cache_interleave_size, and will be deprecated when PCP is fully supported.
+  - `cp_kv_cache_interleave_size` - Interleave size of kv_cache storage while using DCP or PCP. For `total_cp_rank = pcp_rank * dcp_world_size + dcp_rank`, and `total_cp_world_size = pcp_world_size * dcp_world_size`. store interleave_size tokens on total_cp_rank i, then store next interleave_size tokens on total_cp_rank i+1. Interleave_size=1: token-level alignment, where token `i` is stored on total_cp_rank `i % total_cp_world_size`. Interleave_size=block_size: block-level alignment, where tokens are first populated to the preceding ranks. Tokens are then stored in (rank i+1, block j) only after (rank i, block j) is fully occupied. Block_size should be greater than or equal to cp_kv_cache_interleave_size. Block_size should be divisible by cp_kv_cache_interleave_size.
+  - `_api_process_count` - The number of API processes initialized.
+  - `_api_process_rank` - The rank of this API process, or `-1` for engine core processes under API server scale-out.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

@@ -6,7 +6,16 @@
 
 defmodule Vllm.Config.PassConfig do
   @moduledoc """
-  Python class `vllm.config.PassConfig`.
+  Configuration for custom Inductor passes.
+
+  This is separate from general `CompilationConfig` so that inductor passes
+  don't all have access to full configuration - that would create a cycle as
+  the `PassManager` is set as a property of config.
+
+  You must pass PassConfig to VLLMConfig constructor via the CompilationConfig
+  constructor. VLLMConfig's post_init does further initialization.
+  If used outside of the VLLMConfig, some fields may be left in an
+  improper state.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "PassConfig"
@@ -33,6 +42,18 @@ defmodule Vllm.Config.PassConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `fuse_norm_quant` - Fuse the custom RMSNorm + quant ops.
+  - `fuse_act_quant` - Fuse the custom SiluMul + quant ops.
+  - `fuse_attn_quant` - Fuse the custom attention + quant ops.
+  - `eliminate_noops` - Eliminate no-op ops.
+  - `enable_sp` - Enable sequence parallelism.
+  - `fuse_gemm_comms` - Enable async TP.
+  - `fuse_allreduce_rms` - Enable flashinfer allreduce fusion.
+  - `fi_allreduce_fusion_max_size_mb` - The threshold of the communicated tensor sizes under which vllm should use flashinfer fused allreduce. Specified as a float in MB. Unspecified will fallback to default values which are compute capability and world size dependent. FI_ALLREDUCE_FUSION_MAX_SIZE_MB = { 90: { 2: 64, # 64MB 4: 2, # 2MB 8: 1, # 1MB }, 100: { 2: 64, # 64MB 4: 32, # 32MB 8: 1, # 1MB }, }, where key is the device capability
+  - `enable_qk_norm_rope_fusion` - Enable fused Q/K RMSNorm + RoPE pass.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

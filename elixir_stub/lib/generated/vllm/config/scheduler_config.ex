@@ -6,7 +6,7 @@
 
 defmodule Vllm.Config.SchedulerConfig do
   @moduledoc """
-  Python class `vllm.config.SchedulerConfig`.
+  Scheduler configuration.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "SchedulerConfig"
@@ -33,6 +33,23 @@ defmodule Vllm.Config.SchedulerConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `runner_type` - The runner type to launch for the model.
+  - `max_num_batched_tokens` - Maximum number of tokens to be processed in a single iteration.
+  - `max_num_seqs` - Maximum number of sequences to be processed in a single iteration.
+  - `max_num_partial_prefills` - For chunked prefill, the maximum number of sequences that can be partially prefilled concurrently.
+  - `max_long_partial_prefills` - For chunked prefill, the maximum number of prompts longer than long_prefill_token_threshold that will be prefilled concurrently. Setting this less than max_num_partial_prefills will allow shorter prompts to jump the queue in front of longer prompts in some cases, improving latency.
+  - `long_prefill_token_threshold` - For chunked prefill, a request is considered long if the prompt is longer than this number of tokens.
+  - `enable_chunked_prefill` - If True, prefill requests can be chunked based on the remaining `max_num_batched_tokens`.
+  - `is_multimodal_model` - True if the model is multimodal.
+  - `policy` - The scheduling policy to use.
+  - `disable_chunked_mm_input` - If set to true and chunked prefill is enabled, we do not want to partially schedule a multimodal item. Only used in V1 This ensures that if a request has a mixed prompt (like text tokens TTTT followed by image tokens IIIIIIIIII) where only some image tokens can be scheduled (like TTTTIIIII, leaving IIIII), it will be scheduled as TTTT in one step and IIIIIIIIII in the next.
+  - `scheduler_cls` - The scheduler class to use. "vllm.v1.core.sched.scheduler.Scheduler" is the default scheduler. Can be a class directly or the path to a class of form "mod.custom_class".
+  - `disable_hybrid_kv_cache_manager` - If set to True, KV cache manager will allocate the same size of KV cache for all attention layers even if there are multiple type of attention layers like full attention and sliding window attention. If set to None, the default value will be determined based on the environment and starting configuration.
+  - `async_scheduling` - If set to False, disable async scheduling. Async scheduling helps to avoid gaps in GPU utilization, leading to better latency and throughput. It is currently not supported with some features such as speculative decoding and pipeline parallelism, and will be automatically disabled in those cases.
+  - `stream_interval` - The interval (or buffer size) for streaming in terms of token length. A smaller value (1) makes streaming smoother by sending each token immediately, while a larger value (e.g., 10) reduces host overhead and may increase throughput by batching multiple tokens before sending.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

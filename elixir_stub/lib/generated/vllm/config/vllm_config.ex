@@ -6,7 +6,9 @@
 
 defmodule Vllm.Config.VllmConfig do
   @moduledoc """
-  Python class `vllm.config.VllmConfig`.
+  Dataclass which contains all vllm-related configuration. This
+
+  simplifies passing around the distinct configurations in the codebase.
   """
   def __snakebridge_python_name__, do: "vllm.config"
   def __snakebridge_python_class__, do: "VllmConfig"
@@ -33,6 +35,16 @@ defmodule Vllm.Config.VllmConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `model_config` - Model configuration.
+  - `parallel_config` - Parallel configuration.
+  - `scheduler_config` - Scheduler configuration.
+  - `device_config` - Device configuration.
+  - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
+  - `instance_id` - The ID of the vLLM instance.
+  - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do

@@ -6,7 +6,7 @@
 
 defmodule Vllm.Config.Compilation.DynamicShapesConfig do
   @moduledoc """
-  Python class `vllm.config.compilation.DynamicShapesConfig`.
+  Configuration to control/debug torch compile dynamic shapes.
   """
   def __snakebridge_python_name__, do: "vllm.config.compilation"
   def __snakebridge_python_class__, do: "DynamicShapesConfig"
@@ -33,6 +33,12 @@ defmodule Vllm.Config.Compilation.DynamicShapesConfig do
 
   Every key of `kwargs` except `:__runtime__`, `:idempotent` and `:__args__` is a Python
   keyword argument (`new(mode: 3, compile_sizes: [1, 2])`); no positional argument is sent.
+
+  ## Fields
+
+  - `type` - Controls the type of dynamic shapes handling to use with torch.compile().
+  - `evaluate_guards` - A debug mode to detect and fail if Dynamo ever specializes a dynamic shape by guarding on it. When True, dynamic shape guards are not dropped from dynamo. And a failure will be triggered if a recompilation ever happens due to that. This mode requires VLLM_USE_BYTECODE_HOOK to be 0. Enabling this allow observing the dynamic shapes guards in the tlparse artifacts also. When type is backed, aot_compile must be disabled for this mode to work. until this change picked up https://github.com/pytorch/pytorch/pull/169239.
+  - `assume_32_bit_indexing` - whether all tensor sizes can use 32 bit indexing.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do
