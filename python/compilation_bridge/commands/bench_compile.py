@@ -73,7 +73,10 @@ def _ours(spec: dict[str, Any]) -> tuple[Any, Any, Any, float, dict[str, Any]]:
     start = time.perf_counter()
     config = CompilationConfig(**spec["config"], cache_dir=spec["cache_dir"])
     model = compile_model(config, model=spec["model"], **spec["options"])
-    inputs_for = lambda n: model.model.example_inputs(n, model.device)  # noqa: E731
+
+    def inputs_for(n: int) -> Any:
+        return model.model.example_inputs(n, model.device)  # type: ignore[operator]
+
     _first_runs(model.forward, inputs_for, spec["tokens"])
     compile_s = time.perf_counter() - start
     return model.forward, model.model, inputs_for, compile_s, model.report()
@@ -90,7 +93,10 @@ def _plain(spec: dict[str, Any]) -> tuple[Any, Any, Any, float, dict[str, Any]]:
     config = CompilationConfig(**spec["config"])
     with ops.custom_op_context(make_plan(config, None).custom_ops, config):
         module = models.build_model(spec["model"], 0, **spec["options"]).eval()
-    inputs_for = lambda n: module.example_inputs(n, torch.device("cpu"))  # noqa: E731
+
+    def inputs_for(n: int) -> Any:
+        return module.example_inputs(n, torch.device("cpu"))  # type: ignore[operator]
+
     start = time.perf_counter()
     compiled = torch.compile(module, dynamic=True, fullgraph=True)
     _first_runs(compiled, inputs_for, spec["tokens"])
@@ -110,7 +116,8 @@ def _interleaved_ms(first: Any, second: Any, repeats: int) -> tuple[float, float
     for _ in range(WARMUP):
         first()
         second()
-    a, b = [], []
+    a: list[float] = []
+    b: list[float] = []
     for _ in range(repeats):
         for fn, samples in ((first, a), (second, b)):
             start = time.perf_counter()
@@ -209,7 +216,7 @@ def bench_compile(
     out = out or sys.stdout
     options = options or dict(DEFAULT_OPTIONS)
     with tempfile.TemporaryDirectory(prefix="bench-compile-") as root:
-        spec = {
+        spec: dict[str, Any] = {
             "kind": "ours",
             "config": config or DEFAULT_CONFIG,
             "cache_dir": os.path.join(root, "cache"),

@@ -239,7 +239,7 @@ class VllmBackend:
         except warm.Unavailable as e:
             self.aot_error = self.aot_error or str(e)
 
-    def install_piece(self, split_gm: fx.GraphModule, name: str, piece: PiecewiseBackend) -> None:
+    def install_piece(self, split_gm: torch.nn.Module, name: str, piece: PiecewiseBackend) -> None:
         """Put `piece` where the split graph calls submodule `name` (in a CUDA graph wrapper if asked)."""
         plan = self.plan
         runnable: Callable[..., Any] = piece

@@ -122,6 +122,9 @@ class CompilerInterface:
     def load(self, handle: Any, graph: fx.GraphModule) -> Callable[..., Any]:
         raise NotImplementedError
 
+    def load_bytes(self, data: bytes, graph: fx.GraphModule) -> Callable[..., Any]:
+        raise NotImplementedError
+
 
 class EagerAdaptor(CompilerInterface):
     """Runs the piece's FX graph as it is: nothing to compile, nothing to cache (as vLLM)."""

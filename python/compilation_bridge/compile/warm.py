@@ -354,8 +354,9 @@ def _install_pieces(backend: VllmBackend, manifest: dict[str, Any], payload: dic
         piece.to_be_compiled_ranges.clear()
         backend.piecewise_backends.append(piece)
         backend.install_piece(gm, name, piece)
+    compiled = {r["name"] for r in records}
     backend.piecewise_graphs = [
-        SplitItem(name, i, name not in {r["name"] for r in records}, child)
+        SplitItem(name, i, name not in compiled, child)  # type: ignore[arg-type]
         for i, (name, child) in enumerate(gm.named_children())
     ]
     backend.split_gm = gm
