@@ -155,7 +155,8 @@ def save(backend: VllmBackend) -> None:
         logger.warning("warm-start bundle not written: %s", e)
 
 
-def _save(backend: VllmBackend) -> None:
+def _check_saveable(backend: VllmBackend) -> None:
+    """Raise `Unavailable` when this backend's result cannot be replayed without Dynamo."""
     if backend.disable_cache:
         raise Unavailable("the compile cache is off")
     if backend.aot_error is not None:
@@ -166,6 +167,10 @@ def _save(backend: VllmBackend) -> None:
         raise Unavailable("artifacts saved in the 'unpacked' format are directories, not bundled")
     if backend.aot_inputs is None or backend.aot_output is None:
         raise Unavailable("the trace recorded no input sources or output structure")
+
+
+def _save(backend: VllmBackend) -> None:
+    _check_saveable(backend)
     artifacts = {p.piecewise_compile_index: _artifact_bytes(backend, p) for p in backend.piecewise_backends}
     payload = pickle.dumps(
         {"graph": _clean_split_graph(backend), "artifacts": artifacts}, protocol=pickle.HIGHEST_PROTOCOL
