@@ -31,7 +31,7 @@ def test_table_rows_and_ratios() -> None:
     assert lines[0] == "| comparison | ours | baseline | ratio | target |"
     assert "| 1300 us | 1000 us | 1.30x | <= 1.3x |" in lines[2]
     assert any("Erlang port vs gRPC" in line and "0.25x" in line for line in lines)
-    assert any("warm fresh process vs cold" in line and "0.10x" in line for line in lines)
+    assert any("warm start vs cold (fresh processes)" in line and "0.10x" in line for line in lines)
     assert any("64 tokens" in line and "0.75x" in line for line in lines)
     assert "SIGTERM to exit 0 in 10 ms idle and 500 ms during a long call" in table
 

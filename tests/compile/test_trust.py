@@ -333,6 +333,10 @@ def test_a_tampered_artifact_is_compiled_again_not_loaded(root: Path, tmp_path: 
     marker = tmp_path / "pwned"
     artifact = local / ARTIFACT
     artifact.write_bytes(_evil_artifact(artifact.read_bytes(), marker))  # index and MAC left as they were
+    # The warm-start bundle holds its own authenticated copy of every artifact and would load that;
+    # without it the next start takes the per-piece path, which must refuse the tampered file.
+    for name in ("warm_start.json", "warm_start.pkl"):
+        (local / name).unlink()
 
     again = compile_model(_inductor(root / "c"), model="single-attention", max_num_tokens=8)
     assert again.run(4)["max_abs_diff_vs_eager"] < 1e-5

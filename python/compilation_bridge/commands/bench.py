@@ -1,7 +1,8 @@
 """`compilation-bridge bench`: every benchmark in one run, each as a ratio against its baseline.
 
-RPC (below), the Erlang port against gRPC (`bench_port`) and compile cold/warm and compiled/eager
-(`bench_compile`); `--markdown PATH` writes the table of ratios (`bench_table`).
+RPC (below), the Erlang port against gRPC (`bench_port`) and compile: ours against plain torch.compile,
+cold and warm, compiled against eager, heartbeats during a compile (`bench_compile`); `--markdown PATH`
+writes the table of ratios (`bench_table`).
 
 The RPC benchmark: what the worker costs per call, compared with a bare grpcio servicer.
 
@@ -29,7 +30,10 @@ from pathlib import Path
 from typing import Any
 
 NAME = "bench"
-HELP = "every benchmark in one run (RPC vs bare grpcio, port vs gRPC, compile cold/warm and vs eager)"
+HELP = (
+    "every benchmark in one run (RPC vs bare grpcio, port vs gRPC, compile: ours vs plain torch.compile "
+    "cold and warm, compiled vs eager, heartbeats)"
+)
 STEPS = ("construct", "get_attr", "compute_hash", "release_ref")
 
 

@@ -44,6 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scheduler", type=json_object, help="SchedulerConfig keywords as JSON (with --vllm-config)"
     )
     parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=20,
+        help="timed runs per token count after a warm-up; the report gives their medians (default 20)",
+    )
     parser.add_argument("--json", action="store_true", help="print the runs and the report as JSON")
 
 
@@ -95,6 +101,8 @@ class ProgressPrinter:
             return f"range ({e['range'][0]}, {e['range'][1]}) ready in {e['seconds']:.2f} s"
         if kind == "run_start":
             return f"run with {e['num_tokens']} tokens"
+        if kind == "warm_start_end":
+            return f"warm start: loaded {e['num_pieces']} pieces from the bundle in {e['seconds']:.2f} s"
         return None
 
 
@@ -113,17 +121,33 @@ def format_report(report: dict[str, Any], runs: list[dict[str, Any]]) -> str:
         f"cache            {report['local_cache_dir'] or '-'} ({report['cache_status']})",
         f"custom ops       enabled {report['enabled_custom_ops']}, disabled {report['disabled_custom_ops']}",
         f"cudagraphs       {report['cudagraph_mode']}: {report['cudagraphs_reason']}",
+        f"warm start       {_warm_start(report)}",
         "",
-        f"{'tokens':>8} {'compiled s':>11} {'eager s':>9} {'max |diff|':>11}  dispatched to",
+        f"{'tokens':>8} {'first call ms':>14} {'compiled ms':>12} {'eager ms':>9} {'speed-up':>9} "
+        f"{'max |diff|':>11}  dispatched to",
     ]
-    footer = "compiled s includes the compiles or cache loads that the run triggered"
     for r in runs:
         where = r["dispatched_to"]
+        speedup = r["speedup_vs_eager"]
         lines.append(
-            f"{r['num_tokens']:>8} {r['seconds']:>11.4f} {r['eager_seconds']:>9.4f} "
+            f"{r['num_tokens']:>8} {r['first_call_ms']:>14.3f} {r['compiled_ms']:>12.3f} "
+            f"{r['eager_ms']:>9.3f} {(f'{speedup:.2f}x' if speedup else '-'):>9} "
             f"{r['max_abs_diff_vs_eager']:>11.2e}  {tuple(where) if where else '-'}"
         )
+    counts = sorted({r["repeats"] for r in runs})
+    footer = (
+        f"compiled ms and eager ms: medians of {'/'.join(map(str, counts)) or '0'} runs each, timed "
+        f"alternately after {runs[0]['warmup'] if runs else 0} warm-up runs; first call ms is the "
+        "first run alone, with the compiles or cache loads it triggered"
+    )
     return "\n".join([*lines, "", footer])
+
+
+def _warm_start(report: dict[str, Any]) -> str:
+    warm = report.get("warm_start") or {}
+    if warm.get("used"):
+        return f"yes, in {warm['seconds']:.2f} s ({warm['reason']})"
+    return f"no ({warm.get('reason', 'unknown')})"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -156,7 +180,7 @@ def _compile_and_report(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 **model_options,
             )
-            runs = [model.run(n) for n in args.tokens]
+            runs = [model.run(n, repeats=args.repeats) for n in args.tokens]
         report = model.report()
     except Exception as e:  # the CLI reports the error as raised, with its type
         print(f"{type(e).__name__}: {e}", file=sys.stderr)

@@ -22,13 +22,13 @@ import torch
 import torch.fx as fx
 from torch._dispatch.python import enable_python_dispatcher
 
-from compilation_bridge.compile import progress
+from compilation_bridge.compile import progress, warm
 from compilation_bridge.compile.authenticated import read_authenticated, write_authenticated
 from compilation_bridge.compile.compiler import CompilerManager, is_compile_cache_enabled
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CUDAGraphWrapper
 from compilation_bridge.compile.files import atomic_write_text, check_allowed, make_dirs
-from compilation_bridge.compile.piecewise import PiecewiseBackend
+from compilation_bridge.compile.piecewise import PiecewiseBackend, is_tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
 from compilation_bridge.settings import get_settings
@@ -92,6 +92,14 @@ class VllmBackend:
         self.cache_status = "not prepared"
         self.piecewise_graphs: list[SplitItem] = []
         self.piecewise_backends: list[PiecewiseBackend] = []
+        # What the warm-start bundle needs from the trace (warm.py): where each graph input comes
+        # from, how the forward's result is made from the graph's, the inputs' dtypes and ranks.
+        self.warm_start = warm.WarmStart()
+        self.aot_inputs: list[Any] | None = None
+        self.aot_output: str | None = None
+        self.aot_input_meta: list[list[Any]] | None = None
+        self.aot_error: str | None = None
+        self.last_trace_output: Any = None
 
     # -- hashes and directories ------------------------------------------------------------------
 
@@ -196,6 +204,10 @@ class VllmBackend:
         cc.compilation_time += dynamo_time
         progress.emit("dynamo_traced", seconds=round(dynamo_time, 6))
 
+        try:
+            self.aot_inputs = warm.describe_inputs(graph)
+        except warm.Unavailable as e:
+            self.aot_error = str(e)
         fx_split_ops = [] if self.plan.use_inductor_graph_partition else self.plan.splitting_ops
         self.split_gm, self.piecewise_graphs = split_graph(graph, fx_split_ops)
         bump(self.counter, "num_piecewise_graphs_seen", len(self.piecewise_graphs))
@@ -210,7 +222,34 @@ class VllmBackend:
 
         self._write_graphs(graph)
         self.called = True
-        return self.split_gm
+        return self._call_split_graph
+
+    def _call_split_graph(self, *args: Any) -> Any:
+        out = self.split_gm(*args)
+        if is_tracing_only():
+            self.last_trace_output = out  # the trace's output, to learn Dynamo's epilogue (warm.py)
+        return out
+
+    def record_trace(self, example_args: tuple[Any, ...], forward_out: Any) -> None:
+        """After the trace: how the forward's result is made from the graph's, for the bundle."""
+        graph_out, self.last_trace_output = self.last_trace_output, None
+        self.aot_input_meta = warm.input_meta(example_args)
+        try:
+            self.aot_output = warm.output_structure(forward_out, graph_out)
+        except warm.Unavailable as e:
+            self.aot_error = self.aot_error or str(e)
+
+    def install_piece(self, split_gm: torch.nn.Module, name: str, piece: PiecewiseBackend) -> None:
+        """Put `piece` where the split graph calls submodule `name` (in a CUDA graph wrapper if asked)."""
+        plan = self.plan
+        runnable: Callable[..., Any] = piece
+        if (
+            plan.cudagraph_mode.has_piecewise_cudagraphs()
+            and not plan.use_inductor_graph_partition
+            and self.device.type == "cuda"
+        ):
+            runnable = CUDAGraphWrapper(piece, CUDAGraphMode.PIECEWISE, self.counter)
+        split_gm.__dict__[name] = runnable
 
     def _write_graphs(self, graph: fx.GraphModule) -> None:
         src = "from __future__ import annotations\nimport torch\n" + self.split_gm.print_readable(
@@ -228,6 +267,8 @@ class VllmBackend:
 
     def end_monitoring(self) -> None:
         progress.emit("all_ranges_compiled", compilation_time_s=self.plan.compilation_config.compilation_time)
+        if not self.warm_start.used:
+            warm.save(self)  # every range and size is ready: the next process need not trace
 
 
 class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
@@ -267,17 +308,10 @@ class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
                 sym_shape_indices,
                 self.backend,
                 tensor_indices,
+                target,
             )
             self.backend.piecewise_backends.append(piece)
-            plan = self.backend.plan
-            runnable: Callable[..., Any] = piece
-            if (
-                plan.cudagraph_mode.has_piecewise_cudagraphs()
-                and not plan.use_inductor_graph_partition
-                and self.backend.device.type == "cuda"
-            ):
-                runnable = CUDAGraphWrapper(piece, CUDAGraphMode.PIECEWISE, self.backend.counter)
-            self.module.__dict__[target] = runnable
+            self.backend.install_piece(self.module, target, piece)
             bump(self.backend.counter, "num_piecewise_capturable_graphs_seen")
         return output
 

@@ -122,6 +122,9 @@ class CompilerInterface:
     def load(self, handle: Any, graph: fx.GraphModule) -> Callable[..., Any]:
         raise NotImplementedError
 
+    def load_bytes(self, data: bytes, graph: fx.GraphModule) -> Callable[..., Any]:
+        raise NotImplementedError
+
 
 class EagerAdaptor(CompilerInterface):
     """Runs the piece's FX graph as it is: nothing to compile, nothing to cache (as vLLM)."""
@@ -202,6 +205,31 @@ class InductorStandaloneAdaptor(CompilerInterface):
             # Loading an unpacked artifact makes Inductor write into its folder (its cache while
             # loading); this process made those files, so they are sealed with the rest.
             seal(path)
+        returns_tuple = graph_returns_tuple(graph)
+
+        def run(*args: Any) -> Any:
+            out = artifact(*args)
+            return out if returns_tuple else out[0]
+
+        return run
+
+    def load_bytes(self, data: bytes, graph: fx.GraphModule) -> Callable[..., Any]:
+        """An artifact saved in the "binary" format, from bytes the caller has verified (the warm-start
+        bundle): the same steps as `CompiledArtifact.load`, which would read the file again itself."""
+        from torch._inductor.codecache import torch_key
+        from torch._inductor.compile_fx import graph_returns_tuple
+        from torch._inductor.standalone_compile import CacheCompiledArtifact
+        from torch.utils._appending_byte_serializer import BytesReader
+
+        reader = BytesReader(data)
+        if reader.read_bytes() != CacheCompiledArtifact.CACHE_HEADER or reader.read_bytes() != torch_key():
+            raise ValueError("not a CacheCompiledArtifact of this torch build")
+        key = reader.read_str()
+        artifact_bytes = reader.read_bytes()
+        if not reader.is_finished():
+            raise ValueError("trailing bytes after the artifact")
+        torch.compiler.load_cache_artifacts(artifact_bytes)
+        artifact = CacheCompiledArtifact._load_impl(contextlib.nullcontext(), key)
         returns_tuple = graph_returns_tuple(graph)
 
         def run(*args: Any) -> Any:

@@ -33,6 +33,10 @@ def tracing_only() -> Iterator[None]:
         _tracing_only.reset(token)
 
 
+def is_tracing_only() -> bool:
+    return _tracing_only.get()
+
+
 @dataclasses.dataclass
 class RangeEntry:
     compile_range: Range
@@ -49,9 +53,11 @@ class PiecewiseBackend:
         sym_shape_indices: list[int],
         vllm_backend: VllmBackend,
         dynamic_tensor_indices: list[int] | None = None,
+        submod_name: str = "",
     ) -> None:
         plan = vllm_backend.plan
         self.graph = graph
+        self.submod_name = submod_name  # the split graph's attribute this piece replaces
         self.vllm_backend = vllm_backend
         self.piecewise_compile_index = piecewise_compile_index
         self.total_piecewise_compiles = total_piecewise_compiles

@@ -9,7 +9,9 @@ vLLM's runner does with its dummy run, so the trace never specialises to a small
 
 from __future__ import annotations
 
+import gc
 import importlib
+import statistics
 import sys
 import threading
 import time
@@ -20,9 +22,9 @@ from typing import Any
 import torch
 from torch import nn
 
-from compilation_bridge.compile import budgets, models, ops, progress
+from compilation_bridge.compile import budgets, models, ops, progress, warm
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
-from compilation_bridge.compile.counters import CompilationCounter
+from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
 from compilation_bridge.compile.piecewise import tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
@@ -35,6 +37,19 @@ from compilation_bridge.vllm_config.platforms import current_platform
 # not change the compiled code: dimension 0 is symbolic whatever its traced value (>= 2).
 RUN_TOKENS_CAP = 1 << 16
 TRACE_TOKENS_CAP = 2048
+# Timings are medians of this many runs after WARMUP_RUNS untimed ones; a single sample is noise.
+DEFAULT_REPEATS = 20
+MAX_REPEATS = 1000
+MIN_REPEATS = 3
+WARMUP_RUNS = 2
+TIMING_BUDGET_S = 3.0
+TIMING_KEYS = ("num_tokens", "repeats", "warmup", "first_call_ms", "compiled_ms", "eager_ms")
+
+
+def _check_repeats(repeats: int) -> int:
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be an int between 1 and {MAX_REPEATS}, got {repeats!r}")
+    return repeats
 
 
 def _device() -> torch.device:
@@ -64,7 +79,7 @@ class CompiledModel:
         options: dict[str, Any],
         model: nn.Module,
         plan: CompilePlan,
-        forward: CompiledForward,
+        forward: CompiledForward | warm.LoadedForward,
         backend: VllmBackend | None,
         counter: CompilationCounter,
         device: torch.device,
@@ -85,6 +100,7 @@ class CompiledModel:
         )
         self.first_run_seconds: float | None = None
         self.runs = 0
+        self.timings: dict[int, dict[str, Any]] = {}  # by token count, the latest run's medians
         # one run at a time: a lazy compile must not race with another call on the same model
         self._lock = threading.Lock()
 
@@ -123,52 +139,99 @@ class CompiledModel:
             if self.backend is not None:
                 self.backend.trace_start_time = time.time()
                 with tracing_only(), torch.no_grad():
-                    self.forward(*inputs)
+                    out = self.forward(*inputs)
+                self.backend.record_trace(inputs, out)
             else:
                 with torch.no_grad():
                     self.forward(*inputs)
 
-    def run(self, num_tokens: int) -> dict[str, Any]:
-        with self._lock:
-            return self._run(num_tokens)
+    def run(self, num_tokens: int, *, repeats: int = DEFAULT_REPEATS) -> dict[str, Any]:
+        """Run `num_tokens` tokens: the first call apart, then medians of `repeats` timed runs.
 
-    def _run(self, num_tokens: int) -> dict[str, Any]:
+        The first call compiles or loads what this size needs (`first_call_ms`); after a warm-up,
+        compiled and eager forwards are timed alternately and `compiled_ms` / `eager_ms` are the
+        medians. One sample is noise on a shared machine (a 100x swing between two rows).
+        """
+        with self._lock:
+            return self._run(num_tokens, _check_repeats(repeats))
+
+    def _run(self, num_tokens: int, repeats: int) -> dict[str, Any]:
         self._check_tokens(num_tokens)
         before = self.counter.clone()
-        first = self.runs == 0
         with progress.step("run", num_tokens=num_tokens):
-            self.trace()
-            runtime_mode, padded = self.cudagraphs.dispatch(num_tokens)
-            inputs = self._inputs(padded)
-            call = self.full_graph if runtime_mode == CUDAGraphMode.FULL and self.full_graph else self.forward
-            with torch.no_grad(), forward_context(runtime_mode, padded):
-                self._sync()
-                start = time.perf_counter()
-                out = _slice(call(*inputs), num_tokens)
-                self._sync()
-                seconds = time.perf_counter() - start
-            with torch.no_grad():
-                eager_inputs = self._inputs(num_tokens)
-                self._sync()
-                start = time.perf_counter()
-                reference = self.model(*eager_inputs)
-                self._sync()
-                eager_seconds = time.perf_counter() - start
+            timed = self._measure(num_tokens, repeats)
+        if self.runs == 0:
+            self.first_run_seconds = timed["first_call_s"]
         self.runs += 1
-        if first:
-            self.first_run_seconds = seconds
-        after = self.counter
+        result = self._result(num_tokens, timed, before)
+        self.timings[num_tokens] = {k: result[k] for k in TIMING_KEYS}
+        return result
+
+    def _measure(self, num_tokens: int, repeats: int) -> dict[str, Any]:
+        """The first call (with whatever it compiles or loads) alone, then medians of timed runs."""
+        # DYNAMO_TRACE_ONCE compiles in its trace, at the first run: part of that first call's time
+        trace_s, _ = self._timed(self.trace)
+        runtime_mode, padded = self.cudagraphs.dispatch(num_tokens)
+        inputs = self._inputs(padded)
+        call = self.full_graph if runtime_mode == CUDAGraphMode.FULL and self.full_graph else self.forward
+        with torch.no_grad(), forward_context(runtime_mode, padded):
+            first_call, out = self._timed(lambda: _slice(call(*inputs), num_tokens))
+            eager_inputs = self._inputs(num_tokens)
+            reference = self.model(*eager_inputs)
+            compiled_s, eager_s, timed_runs = self._medians(
+                lambda: call(*inputs), lambda: self.model(*eager_inputs), repeats
+            )
+        return {
+            "first_call_s": trace_s + first_call,
+            "compiled_s": compiled_s,
+            "eager_s": eager_s,
+            "repeats": timed_runs,
+            "max_abs_diff": _max_abs_diff(out, reference),
+            "runtime_mode": runtime_mode,
+            "padded": padded,
+        }
+
+    def _result(self, num_tokens: int, timed: dict[str, Any], before: CompilationCounter) -> dict[str, Any]:
+        after, compiled_s, eager_s = self.counter, timed["compiled_s"], timed["eager_s"]
         return {
             "num_tokens": num_tokens,
-            "seconds": seconds,
-            "eager_seconds": eager_seconds,
-            "max_abs_diff_vs_eager": _max_abs_diff(out, reference),
+            "repeats": timed["repeats"],
+            "warmup": WARMUP_RUNS,
+            "first_call_ms": timed["first_call_s"] * 1e3,
+            "compiled_ms": compiled_s * 1e3,
+            "eager_ms": eager_s * 1e3,
+            "speedup_vs_eager": eager_s / compiled_s if compiled_s > 0 else None,
+            "seconds": compiled_s,
+            "eager_seconds": eager_s,
+            "max_abs_diff_vs_eager": timed["max_abs_diff"],
             "backend_compilations": after.num_backend_compilations - before.num_backend_compilations,
             "artifacts_loaded": after.num_compiled_artifacts_loaded - before.num_compiled_artifacts_loaded,
-            "cudagraph_runtime_mode": runtime_mode.name,
-            "padded_num_tokens": padded,
+            "cudagraph_runtime_mode": timed["runtime_mode"].name,
+            "padded_num_tokens": timed["padded"],
             "dispatched_to": self._dispatched_to(num_tokens),
         }
+
+    def _timed(self, fn: Any) -> tuple[float, Any]:
+        self._sync()
+        start = time.perf_counter()
+        out = fn()
+        self._sync()
+        return time.perf_counter() - start, out
+
+    def _medians(self, compiled: Any, eager: Any, repeats: int) -> tuple[float, float, int]:
+        """Median seconds of up to `repeats` calls of each after a warm-up, timed alternately so that
+        both see the same machine load; stops early (and says how many it timed) past a time budget,
+        so a large token count cannot make one call run for minutes."""
+        deadline = time.perf_counter() + TIMING_BUDGET_S
+        for _ in range(WARMUP_RUNS):
+            compiled()
+            eager()
+        a: list[float] = []
+        b: list[float] = []
+        while len(a) < repeats and (len(a) < MIN_REPEATS or time.perf_counter() < deadline):
+            a.append(self._timed(compiled)[0])
+            b.append(self._timed(eager)[0])
+        return statistics.median(a), statistics.median(b), len(a)
 
     def _dispatched_to(self, num_tokens: int) -> list[int] | None:
         if self.backend is None or not self.backend.piecewise_backends:
@@ -216,6 +279,8 @@ class CompiledModel:
             "num_artifacts_loaded": self.counter.num_compiled_artifacts_loaded,
             "compilation_time_s": cc.compilation_time,
             "first_run_seconds": self.first_run_seconds,
+            # medians of N runs after a warm-up, in ms, per token count; first_call_ms apart
+            "timings": [self.timings[n] for n in sorted(self.timings)],
             "local_cache_dir": getattr(backend, "local_cache_dir", None),
             "cache_enabled": backend is not None and not backend.disable_cache,
             "cache_status": backend.cache_status if backend is not None else "no cache in this mode",
@@ -224,17 +289,41 @@ class CompiledModel:
             "compiled_ranges": compiled_ranges,
             "max_num_tokens": plan.max_num_tokens,
             "counters": self.counter.as_dict(),
+            "warm_start": (
+                backend.warm_start.as_dict()
+                if backend is not None
+                else {"used": False, "reason": "warm starts are for VLLM_COMPILE", "seconds": None}
+            ),
+            # graphs Dynamo captured in this whole process (0 after a warm start that traced nothing)
+            "dynamo_graphs_in_process": _dynamo_graphs(),
             **self.cudagraphs.report(),
         }
 
 
+def _dynamo_graphs() -> int:
+    """Graphs Dynamo captured in this process; never imports Dynamo just to say 0."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    return int(utils.counters["stats"]["unique_graphs"]) if utils is not None else 0
+
+
+_heap_frozen = False
+
+
 def preload() -> None:
     """Import Dynamo and Inductor now (seconds): a worker pays it at start, not at its first compile."""
+    global _heap_frozen
     for name in ("torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.standalone_compile"):
         importlib.import_module(name)
     from torch._inductor.codecache import torch_key
 
     torch_key()  # hashes torch's own sources once per process; the compiler hash needs it
+    if not _heap_frozen:
+        # torch, sympy, Dynamo and Inductor leave millions of long-lived objects; every full garbage
+        # collection walked them all with the GIL held (365 ms measured during a compile), so the
+        # worker's Heartbeat thread stalled. Frozen objects are skipped by the collector; what is
+        # frozen is what the imports made, which lives as long as the process anyway.
+        gc.freeze()
+        _heap_frozen = True
 
 
 def compile_model(
@@ -252,6 +341,8 @@ def compile_model(
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     plan = make_plan(config, max_num_tokens)
     cc = plan.compilation_config
+    if plan.mode != CompilationMode.NONE and plan.backend == "inductor":
+        preload()  # once per process: imports, then the heap frozen (see preload)
     device = _device()
     enabled_before, disabled_before = Counter(cc.enabled_custom_ops), Counter(cc.disabled_custom_ops)
     with ops.custom_op_context(plan.custom_ops, cc):
@@ -278,9 +369,15 @@ def compile_model(
         target = cc.init_backend(plan.vllm_config)
         if target == "inductor":
             check_inductor_cache_dir()
-    forward = CompiledForward(
-        module, plan.mode, target, plan.inductor_compile_config, counter, cc.dynamic_shapes_config
-    )
+    forward: CompiledForward | warm.LoadedForward | None = None
+    if backend is not None:
+        forward = warm.try_load(backend, module, module.example_inputs(2, device))  # type: ignore[operator]
+        if forward is not None:
+            bump(counter, "num_models_seen")
+    if forward is None:
+        forward = CompiledForward(
+            module, plan.mode, target, plan.inductor_compile_config, counter, cc.dynamic_shapes_config
+        )
     compiled = CompiledModel(model, model_size_options, module, plan, forward, backend, counter, device)
     if backend is not None:
         compiled.trace()

@@ -26,7 +26,11 @@ defmodule CompilationBridge.Compile.CompiledModel do
   end
 
   @doc """
-  Python method `CompiledModel.run`.
+  Run `num_tokens` tokens: the first call apart, then medians of `repeats` timed runs.
+
+  The first call compiles or loads what this size needs (`first_call_ms`); after a warm-up,
+  compiled and eager forwards are timed alternately and `compiled_ms` / `eager_ms` are the
+  medians. One sample is noise on a shared machine (a 100x swing between two rows).
 
   ## Parameters
 

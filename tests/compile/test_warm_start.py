@@ -1,0 +1,180 @@
+"""Warm starts that trace nothing: the bundle loaded by a fresh process without Dynamo, and every case
+where it must not be used (another torch version, another config, a corrupt or planted file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compilation_bridge.compile import aot, compile_model, warm
+from compilation_bridge.vllm_config import CompilationConfig
+
+SCRIPT = """
+import json, sys
+from compilation_bridge.compile import compile_model
+from compilation_bridge.vllm_config import CompilationConfig
+config = CompilationConfig(
+    mode=3, backend=sys.argv[2], cache_dir=sys.argv[1], compile_ranges_split_points=[8],
+    splitting_ops=["silly::attention"],
+)
+model = compile_model(config, model="single-attention", max_num_tokens=32)
+diffs = [model.run(n, repeats=1)["max_abs_diff_vs_eager"] for n in (4, 16)]
+print(json.dumps({"diffs": diffs, "report": model.report()}))
+"""
+
+
+def _fresh_process(cache_dir: str, backend: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, cache_dir, backend],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _check_fresh_warm_start(cache_dir: str, backend: str, artifacts: int) -> None:
+    cold = _fresh_process(cache_dir, backend)
+    assert cold["report"]["warm_start"]["saved"] and not cold["report"]["warm_start"]["used"]
+    assert cold["report"]["dynamo_graphs_in_process"] == 1
+
+    warm_run = _fresh_process(cache_dir, backend)
+    report = warm_run["report"]
+    assert report["warm_start"]["used"], report["warm_start"]
+    # Dynamo ran zero times in the whole process, and nothing was compiled
+    assert report["dynamo_graphs_in_process"] == 0
+    assert report["counters"]["num_graphs_seen"] == 0
+    assert report["counters"]["num_inductor_compiles"] == 0
+    assert report["counters"]["num_compiled_artifacts_loaded"] == artifacts
+    assert report["num_pieces"] == 3 and report["compiled_ranges"] == [[1, 8], [9, 32]]
+    assert max(warm_run["diffs"]) < 1e-5  # outputs equal to eager
+
+
+def test_a_fresh_process_loads_the_eager_bundle_and_traces_nothing(cache_dir: str) -> None:
+    _check_fresh_warm_start(cache_dir, "eager", artifacts=0)
+
+
+@pytest.mark.slow
+def test_a_fresh_process_loads_every_inductor_artifact_and_traces_nothing(cache_dir: str) -> None:
+    _check_fresh_warm_start(cache_dir, "inductor", artifacts=4)
+
+
+# -- fallbacks (in this process: each compile_model with the same config tries the bundle) ----------
+
+
+def _config(cache_dir: str, **extra: Any) -> CompilationConfig:
+    return CompilationConfig(
+        mode=3,
+        backend="eager",
+        cache_dir=cache_dir,
+        compile_ranges_split_points=[8],
+        splitting_ops=["silly::attention"],
+        **extra,
+    )
+
+
+def _compile_and_run(cache_dir: str, **extra: Any) -> dict[str, Any]:
+    model = compile_model(_config(cache_dir, **extra), model="single-attention", max_num_tokens=32)
+    diffs = [model.run(n, repeats=1)["max_abs_diff_vs_eager"] for n in (4, 16)]
+    assert max(diffs) < 1e-5
+    return model.report()
+
+
+@pytest.fixture
+def bundle(cache_dir: str) -> Path:
+    """A cache directory holding a complete bundle, and proof that it is used when nothing differs."""
+    first = _compile_and_run(cache_dir)
+    assert first["warm_start"]["saved"]
+    local = Path(first["local_cache_dir"])
+    assert (local / warm.MANIFEST).exists() and (local / warm.PAYLOAD).exists()
+    second = _compile_and_run(cache_dir)
+    assert second["warm_start"]["used"], second["warm_start"]
+    return local
+
+
+def _rewrite_manifest(local: Path, **changes: Any) -> None:
+    """An authentic bundle made elsewhere: written through the same function as a real one."""
+    manifest = json.loads(aot.read_verified(local / warm.MANIFEST))
+    manifest.update(changes)
+    aot.write_verified(local / warm.MANIFEST, json.dumps(manifest).encode())
+
+
+def _fell_back(report: dict[str, Any], reason: str) -> None:
+    state = report["warm_start"]
+    assert not state["used"] and reason in state["reason"], state
+    assert report["counters"]["num_graphs_seen"] == 1  # today's path: Dynamo traced
+
+
+def test_another_torch_version_falls_back_and_writes_a_new_bundle(bundle: Path, cache_dir: str) -> None:
+    _rewrite_manifest(bundle, torch_version="2.12.0")
+    report = _compile_and_run(cache_dir)
+    _fell_back(report, "bundle made with torch 2.12.0")
+    assert report["warm_start"]["saved"]
+    assert json.loads(aot.read_verified(bundle / warm.MANIFEST))["torch_version"] != "2.12.0"
+
+
+def test_another_config_falls_back(bundle: Path, cache_dir: str) -> None:
+    _rewrite_manifest(bundle, hashes={"config_hash": "another"})
+    _fell_back(_compile_and_run(cache_dir), "another config")
+    # a changed config in the same cache directory: its cache, bundle included, is not used at all
+    _fell_back(_compile_and_run(cache_dir, compile_sizes=[4]), "the compile cache is off")
+
+
+def test_kept_guards_fall_back(bundle: Path, cache_dir: str) -> None:
+    _rewrite_manifest(bundle, guards="shape guards kept")
+    _fell_back(_compile_and_run(cache_dir), "evaluate_guards")
+
+
+def test_a_corrupt_bundle_falls_back(bundle: Path, cache_dir: str) -> None:
+    (bundle / warm.PAYLOAD).write_bytes(b"not a pickle")
+    _fell_back(_compile_and_run(cache_dir), "bundle not verified")
+
+
+def test_a_verified_but_unreadable_bundle_falls_back(bundle: Path, cache_dir: str) -> None:
+    digest = aot.write_verified(bundle / warm.PAYLOAD, b"\x80\x05 truncated")
+    _rewrite_manifest(bundle, payload_sha256=digest)
+    _fell_back(_compile_and_run(cache_dir), "bundle unusable")
+
+
+class _Planted:
+    """What an attacker would plant: unpickling it creates the marker file."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (Path.touch, (self.marker,))
+
+
+@pytest.mark.parametrize("with_digest", [False, True])
+def test_a_planted_payload_is_never_unpickled(
+    bundle: Path, cache_dir: str, tmp_path: Path, with_digest: bool
+) -> None:
+    marker = tmp_path / "unpickled"
+    data = pickle.dumps(_Planted(marker))
+    pickle.loads(data)  # the payload works: loading it would create the marker
+    assert marker.exists()
+    marker.unlink()
+    if with_digest:  # planted with a valid MAC (an insider): the manifest still names other bytes
+        aot.write_verified(bundle / warm.PAYLOAD, data)
+        reason = "not the one its manifest names"
+    else:
+        (bundle / warm.PAYLOAD).write_bytes(data)
+        reason = "no valid MAC"
+    _fell_back(_compile_and_run(cache_dir), reason)
+    assert not marker.exists()
+
+
+def test_a_manifest_without_its_mac_is_not_read(bundle: Path, cache_dir: str) -> None:
+    (bundle / f"{warm.MANIFEST}{aot.DIGEST_SUFFIX}").unlink()
+    _fell_back(_compile_and_run(cache_dir), "bundle not verified")
