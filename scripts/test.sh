@@ -6,9 +6,10 @@ step() { echo "test: $*" >&2; }
 bash scripts/setup_venv.sh test
 step "the vLLM 0.14.0 oracle environment (.oracle-venv) for the differential tests"
 bash scripts/setup_oracle.sh
-step "lint: ruff"
-.venv/bin/ruff check python tests
-.venv/bin/ruff format --check python tests
+step "lint: ruff; types: mypy"
+.venv/bin/ruff check python tests integration
+.venv/bin/ruff format --check python tests integration
+.venv/bin/mypy   # settings in pyproject.toml
 step "the Python suite"
 PYTHONHASHSEED=0 .venv/bin/python -m pytest -q "$@"   # a fixed string hash: see tests/differential
 step "the Elixir stub's suite (elixir_stub/)"

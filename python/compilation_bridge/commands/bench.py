@@ -206,7 +206,7 @@ def run_once(iterations: int, warmup: int) -> dict[str, Any]:
         for _ in range(warmup):
             _iteration(session, worker, bare, None)
         samples: dict[str, dict[str, list[float]]] = {k: {s: [] for s in STEPS} for k in ("ours", "bare")}
-        stop, heartbeat_latencies = threading.Event(), []
+        stop, heartbeat_latencies = threading.Event(), list[float]()
         beats = threading.Thread(
             target=_heartbeats_during, args=(worker, stop, heartbeat_latencies), daemon=True
         )

@@ -278,7 +278,9 @@ class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
         super().__init__(module)
         from torch._guards import detect_fake_mode
 
-        self.fake_mode = detect_fake_mode()
+        fake_mode = detect_fake_mode()
+        assert fake_mode is not None, "the split graph is propagated inside Dynamo's fake mode"
+        self.fake_mode = fake_mode
         self.compile_submod_names = compile_submod_names
         self.backend = backend
         self.extra_traceback = False

@@ -23,7 +23,7 @@ import os
 import pprint
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal
 
 import torch
 import torch.fx as fx
@@ -150,7 +150,9 @@ class InductorStandaloneAdaptor(CompilerInterface):
     name = "inductor_standalone"
 
     def __init__(self, save_format: str) -> None:
-        self.save_format = save_format
+        self.save_format: Literal["binary", "unpacked"] = (
+            "unpacked" if save_format == "unpacked" else "binary"
+        )
 
     def compute_hash(self) -> str:
         from torch._inductor.codecache import CacheBase, torch_key
@@ -178,7 +180,9 @@ class InductorStandaloneAdaptor(CompilerInterface):
             config.setdefault("max_autotune", tune)
             config.setdefault("coordinate_descent_tuning", tune)
         torch._functorch.config.bundled_autograd_cache = False
-        dynamic = "from_example_inputs" if compile_range.is_single_size() else "from_graph"
+        dynamic: Literal["from_example_inputs", "from_graph"] = (
+            "from_example_inputs" if compile_range.is_single_size() else "from_graph"
+        )
         compiled = standalone_compile(
             graph, example_inputs, dynamic_shapes=dynamic, options={"config_patches": config}
         )

@@ -32,26 +32,15 @@ def forward_context(runtime_mode: CUDAGraphMode, batch_size: int) -> Iterator[No
         _forward.reset(token)
 
 
-def padded_sizes_table(capture_sizes: list[int]) -> list[int]:
-    """`compute_bs_to_padded_graph_size`: batch size -> the capture size it is padded to."""
-    if not capture_sizes:
-        return [0]
-    sizes = sorted(capture_sizes)
-    top = sizes[-1]
-    table = [0] * (top + 1)
-    for start, end in zip([0, *sizes], [*sizes, top + 1], strict=True):
-        for bs in range(start, end):
-            table[bs] = start if bs == start else end
-    return table
-
-
 class CudagraphPlan:
     """Which cudagraph runtime mode a batch of `n` tokens gets, and to which size it is padded."""
 
-    def __init__(self, mode: CUDAGraphMode, capture_sizes: list[int], device: torch.device) -> None:
+    def __init__(
+        self, mode: CUDAGraphMode, capture_sizes: list[int], padding: list[int], device: torch.device
+    ) -> None:
         self.mode = mode
         self.capture_sizes = sorted(capture_sizes)
-        self.table = padded_sizes_table(self.capture_sizes)
+        self.table = padding  # the config's own compute_bs_to_padded_graph_size (compile/plan.py)
         self.max_size = self.capture_sizes[-1] if self.capture_sizes else 0
         if mode == CUDAGraphMode.NONE:
             self.reason = "cudagraph_mode is NONE"

@@ -83,6 +83,8 @@ def _rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
 
 
 class ToyLlamaAttention(nn.Module):
+    inv_freq: torch.Tensor  # a buffer, registered in __init__
+
     def __init__(self, o: ToyLlamaOptions, layer_name: str) -> None:
         super().__init__()
         self.num_heads, self.num_kv_heads = o.num_heads, o.num_kv_heads
@@ -232,7 +234,8 @@ def _simple(cls: type[nn.Module]) -> Callable[[int, dict[str, Any]], nn.Module]:
 def hidden_size(model: nn.Module) -> int:
     """The width of the model's hidden states, which every activation of a run scales with."""
     options = getattr(model, "options", None)
-    return int(options.hidden_size if options is not None else model.hidden_size)
+    width: Any = options.hidden_size if options is not None else model.hidden_size
+    return int(width)
 
 
 MODELS: dict[str, Callable[[int, dict[str, Any]], nn.Module]] = {

@@ -40,6 +40,8 @@ class CompilePlan:
     max_num_tokens: int
     cudagraph_mode: CUDAGraphMode
     cudagraph_capture_sizes: list[int]
+    # batch size -> the capture size it is padded to (the config's compute_bs_to_padded_graph_size)
+    cudagraph_padding: list[int]
     use_inductor_graph_partition: bool
     inductor_compile_config: dict[str, Any]
     rank: int = 0
@@ -122,15 +124,7 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
     ranges = scratch.get_compile_ranges()
 
     capture = sorted(cc.cudagraph_capture_sizes or [])
-    sizes: list[int] = []
-    for x in list(set(cc.compile_sizes or [])):
-        if isinstance(x, str):
-            assert x == "cudagraph_capture_sizes", (
-                f"Unrecognized size type in compile_sizes, expect 'cudagraph_capture_sizes', got {x}"
-            )
-            sizes.extend(capture)
-        else:
-            sizes.append(x)
+    sizes, padding = _cudagraph_sizes(cc, capture)
     return CompilePlan(
         compilation_config=cc,
         vllm_config=None,
@@ -143,6 +137,7 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
         max_num_tokens=max_tokens,
         cudagraph_mode=cudagraph_mode,
         cudagraph_capture_sizes=capture,
+        cudagraph_padding=padding,
         use_inductor_graph_partition=bool(cc.use_inductor_graph_partition),
         inductor_compile_config=checked_inductor_options(cc.inductor_compile_config),
     )
@@ -158,6 +153,18 @@ def _splitting_ops_for_v1(
     scratch.splitting_ops = None if cc.splitting_ops is None else list(cc.splitting_ops)
     scratch.set_splitting_ops_for_v1(all2all_backend="", data_parallel_size=1)
     return list(scratch.splitting_ops or []), scratch.cudagraph_mode
+
+
+def _cudagraph_sizes(cc: CompilationConfig, capture: list[int]) -> tuple[list[int], list[int]]:
+    """`compile_sizes` expanded and the padding table, as the config's own post_init_cudagraph_sizes makes
+    them, run on a scratch copy whose capture sizes are `capture` (sorted): `cc` stays as it is."""
+    scratch = copy.copy(cc)
+    scratch.compile_sizes = None if cc.compile_sizes is None else list(cc.compile_sizes)
+    scratch.cudagraph_capture_sizes = list(capture)
+    scratch.max_cudagraph_capture_size = capture[-1] if capture else 0
+    scratch.post_init_cudagraph_sizes()
+    expanded = [x for x in scratch.compile_sizes or [] if isinstance(x, int)]  # only ints are left
+    return expanded, list(scratch.bs_to_padded_graph_size or [0])
 
 
 def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> CompilePlan:
@@ -189,6 +196,7 @@ def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> Compi
         max_num_tokens=_check_max(configured),
         cudagraph_mode=cc.cudagraph_mode if cc.cudagraph_mode is not None else CUDAGraphMode.NONE,
         cudagraph_capture_sizes=sorted(cc.cudagraph_capture_sizes or []),
+        cudagraph_padding=_cudagraph_sizes(cc, sorted(cc.cudagraph_capture_sizes or []))[1],
         use_inductor_graph_partition=bool(cc.use_inductor_graph_partition),
         inductor_compile_config=checked_inductor_options(cc.inductor_compile_config),
         rank=int(getattr(parallel, "rank", 0) or 0),

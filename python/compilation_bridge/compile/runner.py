@@ -92,7 +92,9 @@ class CompiledModel:
         self.backend = backend
         self.counter = counter
         self.device = device
-        self.cudagraphs = CudagraphPlan(plan.cudagraph_mode, plan.cudagraph_capture_sizes, device)
+        self.cudagraphs = CudagraphPlan(
+            plan.cudagraph_mode, plan.cudagraph_capture_sizes, plan.cudagraph_padding, device
+        )
         self.full_graph = (
             CUDAGraphWrapper(forward, CUDAGraphMode.FULL, counter)
             if self.cudagraphs.active and plan.cudagraph_mode.has_full_cudagraphs()

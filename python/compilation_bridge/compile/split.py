@@ -63,11 +63,12 @@ def split_graph(graph: fx.GraphModule, splitting_ops: list[str]) -> tuple[fx.Gra
             node_to_subgraph_id[node] = subgraph_id
 
     # keep_original_order matters: reordering would change the meaning of graphs with mutations.
-    split_gm = split_module(graph, None, lambda node: node_to_subgraph_id[node], keep_original_order=True)
+    split_gm = split_module(graph, None, lambda node: node_to_subgraph_id[node], keep_original_order=True)  # type: ignore[arg-type]  # torch's stub wants a root module; None is its documented default
 
     items = []
     for name, module in split_gm.named_children():
         graph_id = int(name.replace("submod_", ""))
+        assert isinstance(module, fx.GraphModule)  # split_module makes every piece a GraphModule
         items.append(SplitItem(name, graph_id, graph_id in split_op_graphs, module))
     items.sort(key=lambda item: item.graph_id)
     return split_gm, items

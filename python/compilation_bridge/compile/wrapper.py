@@ -21,7 +21,7 @@ import copy
 import types
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -87,7 +87,7 @@ class CompiledForward:
             _private_forward(module),
             fullgraph=True,
             dynamic=None if self.mode == CompilationMode.STOCK_TORCH_COMPILE else False,
-            backend=backend,
+            backend=cast(Any, backend),  # None: torch.compile takes its default backend (typed as never None)
             options=options or None,
         )
 
@@ -108,7 +108,9 @@ class CompiledForward:
                     torch._dynamo.mark_dynamic(a, 0)
         oblivious = self.shapes_type == DynamicShapesType.BACKED_SIZE_OBLIVIOUS
         patch = (
-            torch.fx.experimental._config.patch(backed_size_oblivious=True) if oblivious else nullcontext()
+            torch.fx.experimental._config.patch(backed_size_oblivious=True)  # type: ignore[attr-defined]
+            if oblivious
+            else nullcontext()
         )
         with patch:
             out = self._compiled(*args)
