@@ -168,7 +168,7 @@ class RefTable:
             self._prune(now)
             refs = self._sessions.get(session_id)
             entry = refs.get(ref_id) if refs is not None else None
-            if entry is None:
+            if refs is None or entry is None:
                 raise KeyError(UNKNOWN_REF.format(ref_id))
             entry.last_access = now
             refs.move_to_end(ref_id)
