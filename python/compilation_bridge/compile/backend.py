@@ -28,11 +28,11 @@ from compilation_bridge.compile.compiler import CompilerManager, is_compile_cach
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CUDAGraphWrapper
 from compilation_bridge.compile.files import atomic_write_text, check_allowed, make_dirs
-from compilation_bridge.compile.piecewise import PiecewiseBackend, is_tracing_only
+from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend, is_tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
 from compilation_bridge.settings import get_settings
-from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
+from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode, Range
 
 logger = logging.getLogger(__name__)
 
@@ -265,6 +265,33 @@ class VllmBackend:
             atomic_write_text(dump / "before_split.py", graph.print_readable(print_output=False))
             atomic_write_text(dump / "after_split.py", src)
 
+    def piece_context(self) -> PieceContext:
+        """What each piece of this backend's split graph needs of it (compile/piecewise.py)."""
+        plan = self.plan
+        return PieceContext(
+            list(plan.compile_ranges), plan.compile_sizes, self._compile_piece, self.end_monitoring
+        )
+
+    def _compile_piece(
+        self,
+        graph: fx.GraphModule,
+        inputs: list[Any],
+        *,
+        compile_range: Range,
+        graph_index: int,
+        num_graphs: int,
+    ) -> Callable[..., Any]:
+        return self.compiler_manager.compile(
+            graph,
+            inputs,
+            self.inductor_config,
+            self.plan.compilation_config,
+            compile_range=compile_range,
+            graph_index=graph_index,
+            num_graphs=num_graphs,
+            partition_ops=self.partition_ops,
+        )
+
     def end_monitoring(self) -> None:
         progress.emit("all_ranges_compiled", compilation_time_s=self.plan.compilation_config.compilation_time)
         if not self.warm_start.used:
@@ -308,7 +335,7 @@ class _PiecewiseCompileInterpreter(torch.fx.Interpreter):
                 index,
                 len(self.compile_submod_names),
                 sym_shape_indices,
-                self.backend,
+                self.backend.piece_context(),
                 tensor_indices,
                 target,
             )

@@ -12,14 +12,11 @@ import contextvars
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch.fx as fx
 
 from compilation_bridge.vllm_config import Range
-
-if TYPE_CHECKING:
-    from compilation_bridge.compile.backend import VllmBackend
 
 _tracing_only: contextvars.ContextVar[bool] = contextvars.ContextVar("tracing_only", default=False)
 
@@ -37,6 +34,30 @@ def is_tracing_only() -> bool:
     return _tracing_only.get()
 
 
+class CompilePiece(Protocol):
+    def __call__(
+        self,
+        graph: fx.GraphModule,
+        inputs: list[Any],
+        *,
+        compile_range: Range,
+        graph_index: int,
+        num_graphs: int,
+    ) -> Callable[..., Any]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceContext:
+    """What a piece needs from the backend that split the graph, and nothing more: the ranges and sizes to
+    dispatch on, how to compile itself for one of them, and whom to tell once the last piece has compiled
+    every range."""
+
+    compile_ranges: list[Range]
+    compile_sizes: list[int] | None
+    compile: CompilePiece
+    on_all_compiled: Callable[[], None]
+
+
 @dataclasses.dataclass
 class RangeEntry:
     compile_range: Range
@@ -51,14 +72,13 @@ class PiecewiseBackend:
         piecewise_compile_index: int,
         total_piecewise_compiles: int,
         sym_shape_indices: list[int],
-        vllm_backend: VllmBackend,
+        context: PieceContext,
         dynamic_tensor_indices: list[int] | None = None,
         submod_name: str = "",
     ) -> None:
-        plan = vllm_backend.plan
         self.graph = graph
         self.submod_name = submod_name  # the split graph's attribute this piece replaces
-        self.vllm_backend = vllm_backend
+        self.context = context
         self.piecewise_compile_index = piecewise_compile_index
         self.total_piecewise_compiles = total_piecewise_compiles
         self.is_first_graph = piecewise_compile_index == 0
@@ -66,8 +86,8 @@ class PiecewiseBackend:
         self.sym_shape_indices = sym_shape_indices
         # A piece that receives no SymInt reads the token count from a tensor whose dim 0 is symbolic.
         self.dynamic_tensor_indices = dynamic_tensor_indices or []
-        self.compile_ranges: list[Range] = list(plan.compile_ranges)
-        self.compile_sizes = plan.compile_sizes
+        self.compile_ranges: list[Range] = list(context.compile_ranges)
+        self.compile_sizes = context.compile_sizes
         self.range_entries: dict[Range, RangeEntry] = {}
         self.to_be_compiled_ranges: set[Range] = set(self.compile_ranges)
         for size in self.compile_sizes or []:
@@ -97,23 +117,19 @@ class PiecewiseBackend:
 
     def _compile(self, entry: RangeEntry, args: tuple[Any, ...]) -> None:
         inputs = list(args) if entry.compile_range.is_single_size() else self._fake_args(args)
-        backend = self.vllm_backend
         # Marked compiled only once the compile succeeded, so a failed compile is retried next call
         # (vLLM marks it first and then calls None).
-        entry.runnable = backend.compiler_manager.compile(
+        entry.runnable = self.context.compile(
             self.graph,
             inputs,
-            backend.inductor_config,
-            backend.plan.compilation_config,
             compile_range=entry.compile_range,
             graph_index=self.piecewise_compile_index,
             num_graphs=self.total_piecewise_compiles,
-            partition_ops=backend.partition_ops,
         )
         entry.compiled = True
         self.to_be_compiled_ranges.discard(entry.compile_range)
         if self.is_last_graph and not self.to_be_compiled_ranges:
-            backend.end_monitoring()
+            self.context.on_all_compiled()
 
     def __call__(self, *args: Any) -> Any:
         if _tracing_only.get():

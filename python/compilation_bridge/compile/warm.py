@@ -349,7 +349,13 @@ def _install_pieces(backend: VllmBackend, manifest: dict[str, Any], payload: dic
         name, index = record["name"], record["index"]
         graph = getattr(gm, name)
         piece = PiecewiseBackend(
-            graph, index, len(records), record["sym_shape_indices"], backend, record["tensor_indices"], name
+            graph,
+            index,
+            len(records),
+            record["sym_shape_indices"],
+            backend.piece_context(),
+            record["tensor_indices"],
+            name,
         )
         if sorted(_range_key(r) for r in piece.range_entries) != record["ranges"]:
             raise Unavailable("bundle was made for other compile ranges or sizes")
