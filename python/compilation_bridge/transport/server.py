@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import grpc
 
 from compilation_bridge.protocol.dispatch import Dispatcher
+from compilation_bridge.protocol.refsetup import worker_dispatcher
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.heartbeat import HeartbeatClient
@@ -159,8 +160,8 @@ def serve(options: ServeOptions) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    dispatcher = Dispatcher()
     try:
+        dispatcher = worker_dispatcher()
         running = build_server(options, dispatcher)
     except Exception as exc:
         log.error("cannot start: %s", exc)

@@ -1,0 +1,192 @@
+"""The embedded ref store: one SQLite file (WAL) in the private state folder, shared by every worker of
+the user on this host.
+
+WAL lets readers (the per-call version check) run beside a writer; `synchronous=NORMAL` makes a commit a
+write to the WAL without an fsync, which is what keeps a ref's creation near a hundred microseconds. A
+power cut can lose the last commits, never corrupt the file; refs are working state, not records.
+Triggers keep the per-session and total counts, so quotas cost one indexed read each.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from compilation_bridge.protocol.refstore import (
+    Entry,
+    Quota,
+    StoreUnavailable,
+    table_full,
+    too_many_sessions,
+)
+
+DB_FILE = "refs.sqlite3"
+BUSY_TIMEOUT_MS = 5000  # a writer holds the lock for well under a millisecond; this is a stuck store
+T = TypeVar("T")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS refs (
+    session TEXT NOT NULL, ref TEXT NOT NULL, version INTEGER NOT NULL,
+    state BLOB NOT NULL, mac BLOB NOT NULL, last_access REAL NOT NULL,
+    PRIMARY KEY (session, ref)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS refs_by_access ON refs (last_access);
+CREATE INDEX IF NOT EXISTS refs_by_session_access ON refs (session, last_access);
+CREATE TABLE IF NOT EXISTS sessions (session TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS totals (name TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID;
+INSERT OR IGNORE INTO totals VALUES ('refs', 0), ('sessions', 0);
+CREATE TRIGGER IF NOT EXISTS refs_added AFTER INSERT ON refs BEGIN
+    UPDATE totals SET n = n + 1 WHERE name = 'refs';
+    UPDATE totals SET n = n + 1 WHERE name = 'sessions'
+        AND NOT EXISTS (SELECT 1 FROM sessions WHERE session = NEW.session);
+    INSERT INTO sessions VALUES (NEW.session, 1) ON CONFLICT (session) DO UPDATE SET n = n + 1;
+END;
+CREATE TRIGGER IF NOT EXISTS refs_removed AFTER DELETE ON refs BEGIN
+    UPDATE totals SET n = n - 1 WHERE name = 'refs';
+    UPDATE sessions SET n = n - 1 WHERE session = OLD.session;
+    UPDATE totals SET n = n - 1 WHERE name = 'sessions'
+        AND (SELECT n FROM sessions WHERE session = OLD.session) <= 0;
+    DELETE FROM sessions WHERE session = OLD.session AND n <= 0;
+END;
+"""
+
+
+class SqliteStore:
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / DB_FILE
+        self.location = f"sqlite:{self.path}"
+        self._local = threading.local()  # one connection per thread: sqlite3 objects are not shared
+        # One transaction, so workers starting together create the schema once.
+        self._guard(lambda: self._db().executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
+        self.path.chmod(0o600)
+
+    # ------------------------------------------------------------------------------ connections
+    def _db(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._local.db = db
+        return db
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        db = self._guard(self._db)
+        self._guard(lambda: db.execute("BEGIN IMMEDIATE"))
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._guard(lambda: db.execute("COMMIT"))
+
+    def _guard(self, operation: Callable[[], T]) -> T:
+        try:
+            return operation()
+        except sqlite3.OperationalError as exc:  # locked past the timeout, disk gone, file unreadable
+            raise StoreUnavailable(f"ref store {self.location}: {exc}") from exc
+
+    def _read(self, sql: str, *args: Any) -> Any:
+        return self._guard(lambda: self._db().execute(sql, args).fetchone())
+
+    # ------------------------------------------------------------------------------ Store
+    def create(self, session: str, ref_id: str, entry: Entry, now: float, quota: Quota) -> list[str]:
+        with self._transaction() as db:
+            held = db.execute("SELECT n FROM sessions WHERE session = ?", (session,)).fetchone()
+            _check_quota(db, quota, held is None)
+            db.execute(
+                "INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?)",
+                (session, ref_id, entry.version, entry.state, entry.mac, now),
+            )
+            excess = (held[0] if held else 0) + 1 - quota.max_per_session
+            return _evict(db, session, excess) if quota.max_per_session > 0 and excess > 0 else []
+
+    def upsert(self, session: str, ref_id: str, entry: Entry, now: float) -> int:
+        with self._transaction() as db:
+            row = db.execute(
+                "INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session, ref) DO UPDATE SET "
+                "version = version + 1, state = excluded.state, mac = excluded.mac RETURNING version",
+                (session, ref_id, entry.version, entry.state, entry.mac, now),
+            ).fetchone()
+            return int(row[0])
+
+    def version(self, session: str, ref_id: str) -> int | None:
+        row = self._read("SELECT version FROM refs WHERE session = ? AND ref = ?", session, ref_id)
+        return None if row is None else int(row[0])
+
+    def load(self, session: str, ref_id: str) -> Entry | None:
+        row = self._read(
+            "SELECT version, state, mac FROM refs WHERE session = ? AND ref = ?", session, ref_id
+        )
+        return None if row is None else Entry(int(row[0]), _blob(row[1]), _blob(row[2]))
+
+    def update(self, session: str, ref_id: str, state: bytes, mac: bytes, expected: int) -> int | None:
+        with self._transaction() as db:
+            row = db.execute(
+                "UPDATE refs SET version = version + 1, state = ?, mac = ? "
+                "WHERE session = ? AND ref = ? AND version = ? RETURNING version",
+                (state, mac, session, ref_id, expected),
+            ).fetchone()
+        return None if row is None else int(row[0])
+
+    def touch(self, session: str, ref_id: str, now: float) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE refs SET last_access = ? WHERE session = ? AND ref = ?", (now, session, ref_id)
+            )
+
+    def release(self, session: str, ref_id: str) -> bool:
+        with self._transaction() as db:
+            return (
+                db.execute("DELETE FROM refs WHERE session = ? AND ref = ?", (session, ref_id)).rowcount > 0
+            )
+
+    def release_session(self, session: str) -> int:
+        with self._transaction() as db:
+            return db.execute("DELETE FROM refs WHERE session = ?", (session,)).rowcount
+
+    def count(self, session: str | None = None) -> int:
+        if session is None:
+            row = self._read("SELECT n FROM totals WHERE name = 'refs'")
+        else:
+            row = self._read("SELECT n FROM sessions WHERE session = ?", session)
+        return int(row[0]) if row else 0
+
+    def session_count(self) -> int:
+        return int(self._read("SELECT n FROM totals WHERE name = 'sessions'")[0])
+
+    def prune(self, before: float) -> int:
+        with self._transaction() as db:
+            return db.execute("DELETE FROM refs WHERE last_access < ?", (before,)).rowcount
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+
+def _blob(value: Any) -> bytes:
+    # Anything but a blob was not written by a worker: hand it on as bytes for the signature to refuse.
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
+def _check_quota(db: sqlite3.Connection, quota: Quota, new_session: bool) -> None:
+    refs, sessions = (row[0] for row in db.execute("SELECT n FROM totals ORDER BY name"))
+    if quota.max_total > 0 and refs >= quota.max_total:
+        raise table_full(refs)
+    if new_session and quota.max_sessions > 0 and sessions >= quota.max_sessions:
+        raise too_many_sessions(sessions, quota.max_sessions)
+
+
+def _evict(db: sqlite3.Connection, session: str, excess: int) -> list[str]:
+    rows = db.execute(
+        "DELETE FROM refs WHERE session = ? AND ref IN "
+        "(SELECT ref FROM refs WHERE session = ? ORDER BY last_access LIMIT ?) RETURNING ref",
+        (session, session, excess),
+    ).fetchall()
+    return [row[0] for row in rows]
