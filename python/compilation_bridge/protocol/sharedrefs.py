@@ -179,9 +179,10 @@ class SharedRefTable:
                 f"same key file, {self.signer.key_path})"
             )
         obj = self._decode(ref_id, entry.state)
+        # No last-use write here: the store's last-use times are coarse anyway (TOUCH_EVERY_S), and a
+        # pool that routes calls at random restores often.
         with self._lock:
-            self._remember(key, _Local(obj, entry.version, entry.state, True, now - self._touch_every))
-        self._touch(key, self._local[key], now)
+            self._remember(key, _Local(obj, entry.version, entry.state, True, now))
         return obj
 
     def _decode(self, ref_id: str, state: bytes) -> Any:
