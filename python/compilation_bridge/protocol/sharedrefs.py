@@ -179,10 +179,12 @@ class SharedRefTable:
                 f"same key file, {self.signer.key_path})"
             )
         obj = self._decode(ref_id, entry.state)
-        # No last-use write here: the store's last-use times are coarse anyway (TOUCH_EVERY_S), and a
-        # pool that routes calls at random restores often.
+        # A restore is a use; with a TTL it must count at once. Without one, last-use times only order
+        # evictions, and a pool that routes calls at random restores often: that write waits its turn.
+        touched = now - self._touch_every if self.limits.ttl_seconds > 0 else now
         with self._lock:
-            self._remember(key, _Local(obj, entry.version, entry.state, True, now))
+            self._remember(key, _Local(obj, entry.version, entry.state, True, touched))
+        self._touch(key, self._local[key], now)
         return obj
 
     def _decode(self, ref_id: str, state: bytes) -> Any:
