@@ -70,3 +70,23 @@ def _inductor_keys(server: RedisServer) -> int:
         return sum(1 for key in client.scan_iter(count=1000) if not key.startswith(b"compilation-bridge:"))
     finally:
         client.close()
+
+
+def test_on_one_host_the_rebuilt_model_loads_from_the_compile_cache(tmp_path: Path) -> None:
+    env = host_env(tmp_path / "host", "sqlite")
+    first, second = WorkerProcess.spawn(extra_env=env), WorkerProcess.spawn(extra_env=env)
+    try:
+        on_first = SnakeBridgeSession(first.stub, first.session_id, "session_warm", timeout_s=300)
+        on_second = SnakeBridgeSession(second.stub, second.session_id, "session_warm", timeout_s=300)
+        cc = on_first.call_class("vllm.config", "CompilationConfig", [None, 3, None], backend="inductor")
+        model = on_first.call(
+            "compilation_bridge.compile", "compile_model", [wire_ref(cc)], max_num_tokens=16, num_layers=1
+        )
+        on_first.call_method(model, "run", [8])
+        assert on_first.call_method(model, "report")["num_artifacts_saved"] > 0
+        assert on_second.call_method(model, "run", [8])["num_tokens"] == 8  # rebuilt: a warm load
+        report = on_second.call_method(model, "report")
+        assert report["num_artifacts_loaded"] > 0 and report["num_artifacts_saved"] == 0
+    finally:
+        first.terminate()
+        second.terminate()
