@@ -57,6 +57,15 @@ def test_values_keep_their_types() -> None:
     assert restored[1] is CompilationMode.VLLM_COMPILE
 
 
+def test_config_classes_come_back_as_themselves() -> None:
+    assert refstate.decode(refstate.encode([CompilationConfig, CUDAGraphMode])) == [
+        CompilationConfig,
+        CUDAGraphMode,
+    ]
+    with pytest.raises(refstate.NotStorable):
+        refstate.encode(dict)
+
+
 def test_shared_objects_stay_shared() -> None:
     inner = [1, 2]
     restored = refstate.decode(refstate.encode({"a": inner, "b": inner}))

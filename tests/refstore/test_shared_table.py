@@ -151,6 +151,24 @@ def test_objects_that_are_not_data_say_where_they_live(workers: Workers) -> None
     assert "lives only in worker" in err["message"]
 
 
+def test_copies_of_refs_released_elsewhere_are_swept(workers: Workers) -> None:
+    now = [1000.0]
+    a, b = workers(clock=lambda: now[0]), workers(clock=lambda: now[0])
+    ref = construct(a)
+    get(b, ref, "mode")
+    assert b.execute("snakebridge.release_ref", payload("S", ref=ref), "w").result is True
+    assert len(a.refs._local) == 1
+    now[0] += 11
+    construct(a, "T")  # any call sweeps, at most every SWEEP_EVERY_S
+    assert [key[0] for key in a.refs._local] == ["T"]
+
+
+def test_a_class_held_by_ref_is_served_anywhere(workers: Workers) -> None:
+    a, b = workers(), workers()
+    cls = a.refs.put("S", a.surface.module_attr("vllm.config", "CompilationConfig"))
+    assert b.refs.get("S", cls) is b.surface.module_attr("vllm.config", "CompilationConfig")
+
+
 def test_ttl_drops_unused_refs_everywhere(workers: Workers) -> None:
     now = [1000.0]
     limits = RefLimits(ttl_seconds=10)

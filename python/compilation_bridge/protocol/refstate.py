@@ -1,7 +1,8 @@
 """A ref's state as bytes and back: JSON with explicit type tags, decoded only into allowlisted types.
 
 Scalars are JSON; everything else is `{"t": tag, ...}`: containers (list, tuple, set, frozenset, dict,
-Counter), paths, non-finite floats, members of the config model's enums and instances of its dataclasses
+Counter), paths, non-finite floats, the config model's classes, members of its enums, instances of its
+dataclasses
 (every instance attribute, `init=False` fields and private ones included, so that equality, `repr` and
 `compute_hash` come back exactly), and compiled models (their recipe: see refcompiled). Objects are
 rebuilt without running `__init__` or validators: the state is what the object was, not a request to
@@ -96,6 +97,8 @@ class _Encoder:
         return self._other(value)
 
     def _other(self, value: Any) -> Any:
+        if isinstance(value, type):  # a config class or enum itself (module_attr hands those out)
+            return {"t": "class", "c": self._class(value)}
         if isinstance(value, enum.Enum):
             return {"t": "enum", "c": self._class(type(value)), "v": self.value(value.value)}
         if isinstance(value, PurePath):
@@ -263,5 +266,6 @@ _DECODERS: dict[str, Callable[[_Decoder, dict[str, Any]], Any]] = {
     "counter": _Decoder.mapping,
     "obj": _Decoder.obj,
     "enum": _Decoder.enum_member,
+    "class": lambda _d, data: _allowed(data["c"]),
     "compiled": _Decoder.compiled,
 }

@@ -14,6 +14,7 @@ written once it is back, and a ref it would have to load fails with `RefStoreUna
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -41,6 +42,10 @@ log = logging.getLogger("compilation_bridge.refs")
 
 RETRY_EVERY_S = 1.0  # while the store is unreachable, how often pending writes are tried again
 TOUCH_EVERY_S = 1.0  # last-use times in the store are this coarse: a write per ref per second at most
+# Copies of refs released or changed elsewhere would stay in memory until used again: every SWEEP_EVERY_S
+# the SWEEP_BATCH least recently used copies are checked against the store, and stale ones dropped.
+SWEEP_EVERY_S = 10.0
+SWEEP_BATCH = 256
 Key = tuple[str, str]
 
 
@@ -80,6 +85,7 @@ class SharedRefTable:
         self._pending_sessions: set[str] = set()
         self._retry_at = 0.0
         self._prune_at = 0.0
+        self._sweep_at = 0.0
         self._puts = 0
         ttl = self.limits.ttl_seconds
         self._touch_every = min(TOUCH_EVERY_S, ttl / 4) if ttl > 0 else TOUCH_EVERY_S
@@ -244,11 +250,27 @@ class SharedRefTable:
         if (self._pending or self._pending_sessions) and now >= self._retry_at:
             self._retry_at = now + RETRY_EVERY_S
             self._flush(now)
+        if now >= self._sweep_at:
+            self._sweep_at = now + SWEEP_EVERY_S
+            self._sweep()
         ttl = self.limits.ttl_seconds
         if ttl > 0 and now >= self._prune_at:
             self._prune_at = now + self._touch_every
             with contextlib.suppress(StoreUnavailable):
                 self.store.prune(now - ttl)
+
+    def _sweep(self) -> None:
+        with self._lock:
+            oldest = list(itertools.islice(self._local.items(), SWEEP_BATCH))
+        for key, local in oldest:
+            if local.version == 0 or not local.storable or key in self._pending:
+                continue  # the only copy
+            try:
+                current = self.store.version(*key)
+            except StoreUnavailable:
+                return
+            if current != local.version:
+                self._forget(key)
 
     def _flush(self, now: float) -> None:
         try:
