@@ -21,6 +21,8 @@ defmodule RealClient.SharedRefsTest do
       :launcher
       |> RealClient.Recipes.config!()
       |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
+      # An instance of its own: the other modules count their workers by instance name.
+      |> put_in([:snakepit, :instance_name], "my_app_shared_refs")
 
     # A ref store of this module's own, so its quotas and contents start empty.
     state =
@@ -28,12 +30,18 @@ defmodule RealClient.SharedRefsTest do
 
     config = Pool.start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
 
+    instance = config[:snakepit][:instance_name]
+
     on_exit(fn ->
       Pool.stop()
+      # Replacements of killed workers may still be starting: none may outlive this module.
+      Pool.eventually(fn -> Pool.worker_pids(instance) == [] end, 10_000) ||
+        Enum.each(Pool.worker_pids(instance), &System.cmd("kill", ["-9", Integer.to_string(&1)]))
+
       File.rm_rf(state)
     end)
 
-    {:ok, instance: config[:snakepit][:instance_name]}
+    {:ok, instance: instance}
   end
 
   test "#{@callers} concurrent callers, #{@rounds} rounds each, lose no ref", %{
