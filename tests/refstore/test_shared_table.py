@@ -95,6 +95,9 @@ def test_refs_returned_by_calls_are_values_too(workers: Workers) -> None:
     assert method(b, pass_config, "compute_hash") == method(a, pass_config, "compute_hash")
     first = ranges[0]
     assert get(b, first, "end") == get(a, first, "end")
+    full = construct(a, "S", mode=3, cudagraph_mode="FULL")
+    member = get(a, full, "cudagraph_mode")  # an enum member: a ref, restored as the member itself
+    assert get(b, member, "name") == "FULL" and get(b, member, "value") == 2
 
 
 def test_release_ref_and_session_act_on_the_store(workers: Workers) -> None:
