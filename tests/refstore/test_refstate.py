@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compilation_bridge.protocol import refstate
 from compilation_bridge.vllm_config import (
@@ -104,3 +107,34 @@ def test_garbage_is_refused() -> None:
 def test_local_only_marker_names_the_worker() -> None:
     with pytest.raises(refstate.HeldElsewhere, match=r"list_iterator.*worker host-a pid 7"):
         refstate.decode(refstate.local_only(iter([1]), "host-a pid 7"))
+
+
+_SIZES = st.lists(st.integers(1, 512), max_size=5)
+_CONFIG_KWARGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "mode": st.sampled_from([0, 1, 2, 3]),
+        "backend": st.sampled_from(["", "inductor", "eager"]),
+        "custom_ops": st.lists(st.sampled_from(["all", "none", "+rms_norm", "-silu_and_mul"]), max_size=3),
+        "cudagraph_mode": st.sampled_from(["NONE", "PIECEWISE", "FULL", "FULL_AND_PIECEWISE"]),
+        "compile_sizes": _SIZES,
+        "compile_ranges_split_points": st.lists(st.integers(2, 4096), max_size=3, unique=True).map(sorted),
+        "cudagraph_capture_sizes": st.lists(st.integers(1, 256), min_size=1, max_size=5),
+        "cache_dir": st.sampled_from(["", "/tmp/cache"]),
+        "pass_config": st.builds(PassConfig, fuse_norm_quant=st.booleans(), eliminate_noops=st.booleans()),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(kwargs=_CONFIG_KWARGS, inside_vllm=st.booleans())
+def test_random_configs_come_back_exactly(kwargs: dict[str, Any], inside_vllm: bool) -> None:
+    try:
+        config: Any = CompilationConfig(**kwargs)
+        if inside_vllm:
+            config = VllmConfig(compilation_config=config)
+    except Exception:
+        return  # invalid combinations are the differential suite's business
+    restored = refstate.decode(refstate.encode(config))
+    assert restored == config and repr(restored) == repr(config)
+    assert restored.compute_hash() == config.compute_hash()
