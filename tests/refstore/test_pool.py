@@ -9,6 +9,7 @@ import random
 import shutil
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +18,8 @@ import pytest
 from tests.refstore.redisserver import RedisServer
 
 from compilation_bridge.protocol.refsign import KEY_FILE
-from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess
+from compilation_bridge.protocol.sharedrefs import RETRY_EVERY_S
+from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
 
 CALLERS, ROUNDS = 8, 5
 
@@ -118,3 +120,26 @@ def _share_between(group_a: list[WorkerProcess], group_b: list[WorkerProcess]) -
     assert on_b.on().release_ref(config) is True
     with pytest.raises(Exception, match="Unknown SnakeBridge reference"):
         on_a.on().get_attr(config, "mode")
+
+
+def test_workers_ride_out_a_store_outage(tmp_path: Path, redis_server: RedisServer) -> None:
+    workers = spawn_pool(2, tmp_path / "state", COMPILATION_BRIDGE_REF_STORE=redis_server.url)
+    try:
+        routed = Routed(workers, "session_outage")
+        held = routed.on(0).call_class("vllm.config", "CompilationConfig", mode=3)
+        redis_server.stop()
+        try:
+            assert routed.on(0).get_attr(held, "mode") == 3  # held by worker 0: keeps working
+            with pytest.raises(CallError) as refused:
+                routed.on(1).get_attr(held, "mode")  # worker 1 would have to load it
+            assert refused.value.error["type"] == "RefStoreUnavailable"
+            assert "unreachable" in refused.value.error["message"]
+            made_while_down = routed.on(0).call_class("vllm.config", "CompilationConfig", mode=2)
+        finally:
+            redis_server.resume()
+        time.sleep(RETRY_EVERY_S + 0.1)
+        routed.on(0).get_attr(held, "mode")  # worker 0's next call writes what waited
+        assert routed.on(1).get_attr(made_while_down, "mode") == 2
+        assert routed.on(1).get_attr(held, "mode") == 3
+    finally:
+        stop_pool(workers)
