@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.protocol.refs import RefTable
@@ -40,13 +41,12 @@ def open_ref_table() -> RefTable | SharedRefTable:
     return table
 
 
-def open_store(setting: str, state_dir: os.PathLike[str]) -> Store:
-    from pathlib import Path
-
+def open_store(setting: str, state_dir: Path) -> Store:
+    # Each store's module is imported only when chosen: the redis client is not loaded for SQLite.
     if setting.lower() == "sqlite":
         from compilation_bridge.protocol.refstore_sqlite import SqliteStore
 
-        return SqliteStore(Path(state_dir))
+        return SqliteStore(state_dir)
     if setting.startswith(REDIS_SCHEMES):
         from compilation_bridge.protocol.refstore_redis import RedisStore
 
