@@ -101,26 +101,35 @@ class SqliteStore:
     def _read(self, sql: str, *args: Any) -> Any:
         return self._guard(lambda: self._db().execute(sql, args).fetchone())
 
+    def _write(self, sql: str, *args: Any) -> tuple[int, list[Any]]:
+        """One statement, its own transaction (triggers included): no BEGIN/COMMIT round trips.
+        Returns the rows changed and the rows it returned (read to the end, which commits it)."""
+
+        def run() -> tuple[int, list[Any]]:
+            cursor = self._db().execute(sql, args)
+            rows = cursor.fetchall()
+            return cursor.rowcount, rows
+
+        return self._guard(run)
+
     # ------------------------------------------------------------------------------ Store
     def create(self, session: str, ref_id: str, entry: Entry, now: float, quota: Quota) -> list[str]:
         with self._transaction() as db:
-            held = db.execute("SELECT n FROM sessions WHERE session = ?", (session,)).fetchone()
-            _check_quota(db, quota, held is None)
+            held = _check_quota(db, quota, session)
             db.execute(
                 "INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?)",
                 (session, ref_id, entry.version, entry.state, entry.mac, now),
             )
-            excess = (held[0] if held else 0) + 1 - quota.max_per_session
+            excess = (held or 0) + 1 - quota.max_per_session
             return _evict(db, session, excess) if quota.max_per_session > 0 and excess > 0 else []
 
     def upsert(self, session: str, ref_id: str, entry: Entry, now: float) -> int:
-        with self._transaction() as db:
-            row = db.execute(
-                "INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session, ref) DO UPDATE SET "
-                "version = version + 1, state = excluded.state, mac = excluded.mac RETURNING version",
-                (session, ref_id, entry.version, entry.state, entry.mac, now),
-            ).fetchone()
-            return int(row[0])
+        _, rows = self._write(
+            "INSERT INTO refs VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session, ref) DO UPDATE SET "
+            "version = version + 1, state = excluded.state, mac = excluded.mac RETURNING version",
+            *(session, ref_id, entry.version, entry.state, entry.mac, now),
+        )
+        return int(rows[0][0])
 
     def version(self, session: str, ref_id: str) -> int | None:
         row = self._read("SELECT version FROM refs WHERE session = ? AND ref = ?", session, ref_id)
@@ -133,29 +142,21 @@ class SqliteStore:
         return None if row is None else Entry(int(row[0]), _blob(row[1]), _blob(row[2]))
 
     def update(self, session: str, ref_id: str, state: bytes, mac: bytes, expected: int) -> int | None:
-        with self._transaction() as db:
-            row = db.execute(
-                "UPDATE refs SET version = version + 1, state = ?, mac = ? "
-                "WHERE session = ? AND ref = ? AND version = ? RETURNING version",
-                (state, mac, session, ref_id, expected),
-            ).fetchone()
-        return None if row is None else int(row[0])
+        _, rows = self._write(
+            "UPDATE refs SET version = version + 1, state = ?, mac = ? "
+            "WHERE session = ? AND ref = ? AND version = ? RETURNING version",
+            *(state, mac, session, ref_id, expected),
+        )
+        return int(rows[0][0]) if rows else None
 
     def touch(self, session: str, ref_id: str, now: float) -> None:
-        with self._transaction() as db:
-            db.execute(
-                "UPDATE refs SET last_access = ? WHERE session = ? AND ref = ?", (now, session, ref_id)
-            )
+        self._write("UPDATE refs SET last_access = ? WHERE session = ? AND ref = ?", now, session, ref_id)
 
     def release(self, session: str, ref_id: str) -> bool:
-        with self._transaction() as db:
-            return (
-                db.execute("DELETE FROM refs WHERE session = ? AND ref = ?", (session, ref_id)).rowcount > 0
-            )
+        return self._write("DELETE FROM refs WHERE session = ? AND ref = ?", session, ref_id)[0] > 0
 
     def release_session(self, session: str) -> int:
-        with self._transaction() as db:
-            return db.execute("DELETE FROM refs WHERE session = ?", (session,)).rowcount
+        return self._write("DELETE FROM refs WHERE session = ?", session)[0]
 
     def count(self, session: str | None = None) -> int:
         if session is None:
@@ -168,8 +169,7 @@ class SqliteStore:
         return int(self._read("SELECT n FROM totals WHERE name = 'sessions'")[0])
 
     def prune(self, before: float) -> int:
-        with self._transaction() as db:
-            return db.execute("DELETE FROM refs WHERE last_access < ?", (before,)).rowcount
+        return self._write("DELETE FROM refs WHERE last_access < ?", before)[0]
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
@@ -183,12 +183,20 @@ def _blob(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value or b"")
 
 
-def _check_quota(db: sqlite3.Connection, quota: Quota, new_session: bool) -> None:
-    refs, sessions = (row[0] for row in db.execute("SELECT n FROM totals ORDER BY name"))
+def _check_quota(db: sqlite3.Connection, quota: Quota, session: str) -> int | None:
+    """Raises when a new ref in `session` exceeds `quota`; the refs the session holds (None: none)."""
+    held, refs, sessions = db.execute(_QUOTA_READ, (session,)).fetchone()
     if quota.max_total > 0 and refs >= quota.max_total:
         raise table_full(refs)
-    if new_session and quota.max_sessions > 0 and sessions >= quota.max_sessions:
+    if held is None and quota.max_sessions > 0 and sessions >= quota.max_sessions:
         raise too_many_sessions(sessions, quota.max_sessions)
+    return held
+
+
+_QUOTA_READ = (
+    "SELECT (SELECT n FROM sessions WHERE session = ?), (SELECT n FROM totals WHERE name = 'refs'), "
+    "(SELECT n FROM totals WHERE name = 'sessions')"
+)
 
 
 def _evict(db: sqlite3.Connection, session: str, excess: int) -> list[str]:
