@@ -83,6 +83,7 @@ class SharedRefTable:
         self._local: OrderedDict[Key, _Local] = OrderedDict()
         self._pending: dict[Key, str] = {}  # "write" | "release", kept while the store is unreachable
         self._pending_sessions: set[str] = set()
+        self._flushing = threading.Lock()
         self._retry_at = 0.0
         self._prune_at = 0.0
         self._sweep_at = 0.0
@@ -273,15 +274,20 @@ class SharedRefTable:
                 self._forget(key)
 
     def _flush(self, now: float) -> None:
+        if not self._flushing.acquire(blocking=False):
+            return  # another call's thread is writing them
         try:
             for session in list(self._pending_sessions):
                 self.store.release_session(session)
                 self._pending_sessions.discard(session)
             for key, action in list(self._pending.items()):
                 self._flush_one(key, action, now)
-                del self._pending[key]
+                if self._pending.get(key) == action:  # unless a call queued another action meanwhile
+                    del self._pending[key]
         except StoreUnavailable:
             return
+        finally:
+            self._flushing.release()
         log.warning("ref store reachable again; pending changes written")
 
     def _flush_one(self, key: Key, action: str, now: float) -> None:
