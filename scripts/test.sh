@@ -10,6 +10,8 @@ step "lint: ruff; types: mypy"
 .venv/bin/ruff check python tests integration
 .venv/bin/ruff format --check python tests integration
 .venv/bin/mypy   # settings in pyproject.toml
+step "redis-server for the ref store's Redis tests (Debian's package, when missing)"
+bash scripts/redis_for_tests.sh
 step "the Python suite"
 PYTHONHASHSEED=0 .venv/bin/python -m pytest -q "$@"   # a fixed string hash: see tests/differential
 step "the Elixir stub's suite (elixir_stub/)"

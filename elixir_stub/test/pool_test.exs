@@ -22,6 +22,21 @@ defmodule CompilationBridge.PoolTest do
 
   defp on_pool(name, extra \\ []), do: [__runtime__: [pool_name: name] ++ extra]
 
+  # One caller: `count` times new, mode, compute_hash, release_ref, each in its own session (as each
+  # Task is its own process); returns the failures.
+  defp rounds(pool, count) do
+    Enum.flat_map(1..count, fn _ ->
+      with {:ok, cc} <- CC.new(nil, 3, nil, on_pool(pool)),
+           {:ok, 3} <- CC.mode(cc),
+           {:ok, <<_::binary-size(64)>>} <- CC.compute_hash(cc),
+           :ok <- SnakeBridge.Runtime.release_ref(cc) do
+        []
+      else
+        failure -> [failure]
+      end
+    end)
+  end
+
   test "a worker killed with kill -9 mid-request is replaced and the pool keeps serving" do
     [w0, w1] = start_pool(:kill9, size: 2, env: [{"SNAKEPIT_LOG_LEVEL", "error"}])
     {:ok, cc} = CC.new([mode: 0] ++ on_pool(:kill9))
@@ -47,11 +62,39 @@ defmodule CompilationBridge.PoolTest do
     workers = await_workers(:kill9, 2)
     assert Enum.find(workers, &(&1.index == owner)).os_pid != victim.os_pid
 
-    # The session's refs died with the worker; everything else goes on.
-    assert %Snakepit.Error.KeyError{} = python_reason(CC.compute_hash(cc))
-    {:ok, fresh} = CC.new([mode: 0] ++ on_pool(:kill9))
-    assert {:ok, hash} = CC.compute_hash(fresh)
+    # The session's refs outlive the worker (they are in the ref store); everything else goes on.
+    assert {:ok, hash} = CC.compute_hash(cc)
     assert byte_size(hash) == 64
+    {:ok, fresh} = CC.new([mode: 0] ++ on_pool(:kill9))
+    assert {:ok, _} = CC.compute_hash(fresh)
+  end
+
+  test "without session affinity, 8 concurrent callers on 3 workers lose no ref" do
+    start_pool(:spread, size: 3, session_affinity: false)
+
+    failures =
+      1..8
+      |> Task.async_stream(fn _caller -> rounds(:spread, 5) end,
+        max_concurrency: 8,
+        timeout: 120_000
+      )
+      |> Enum.flat_map(fn {:ok, failed} -> failed end)
+
+    assert failures == []
+    assert Pool.info(:spread).sessions == %{}
+  end
+
+  test "kill -9 of the worker that made a ref: the next call, on another worker, succeeds" do
+    start_pool(:survive, size: 2)
+    {:ok, cc} = CC.new([mode: 3, cache_dir: "/tmp/survive"] ++ on_pool(:survive))
+    {:ok, hash} = CC.compute_hash(cc)
+    owner = Pool.info(:survive).sessions[cc.session_id]
+    victim = Enum.find(Pool.info(:survive).workers, &(&1.index == owner))
+    kill9(victim.os_pid)
+    wait_until(fn -> Pool.info(:survive).sessions[cc.session_id] == nil end)
+
+    assert {:ok, "/tmp/survive"} = CC.cache_dir(cc)
+    assert {:ok, ^hash} = CC.compute_hash(cc)
   end
 
   test "many concurrent callers, each with its own session, all get answers" do

@@ -14,6 +14,10 @@ hostile request cannot widen what the worker may import or where it may write.
   (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
 - ``COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS``: comma-separated Inductor option names a config's
   ``inductor_compile_config`` may set beyond the built-in tuning knobs (default: none).
+- ``COMPILATION_BRIDGE_STATE_DIR``: the worker's private state folder (mode 0700): the embedded ref store
+  and the key that signs its entries (default: ``state/`` under the user cache folder).
+- ``COMPILATION_BRIDGE_REF_STORE``: where refs are shared between workers: ``sqlite`` (default, in the
+  state folder), ``redis://[user:pass@]host:port/db`` (many hosts), or ``off`` (each worker keeps its own).
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
 ALLOWED_ROOTS_ENV = "COMPILATION_BRIDGE_ALLOWED_ROOTS"
 ALLOWED_CALLABLES_ENV = "COMPILATION_BRIDGE_ALLOWED_CALLABLES"
 ALLOWED_INDUCTOR_OPTIONS_ENV = "COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS"
+STATE_DIR_ENV = "COMPILATION_BRIDGE_STATE_DIR"
+REF_STORE_ENV = "COMPILATION_BRIDGE_REF_STORE"
 PLATFORMS = ("cpu", "cuda")
 
 
@@ -91,6 +97,17 @@ class Settings:
 
 def user_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compilation-bridge"
+
+
+def state_dir_setting() -> Path:
+    """The private state folder as configured (not created: see protocol/statedir.py)."""
+    raw = os.environ.get(STATE_DIR_ENV, "").strip()
+    return Path(raw).expanduser() if raw else user_cache_dir() / "state"
+
+
+def ref_store_setting() -> str:
+    """`sqlite` (default), `off`, or a `redis://` / `rediss://` URL."""
+    return os.environ.get(REF_STORE_ENV, "").strip() or "sqlite"
 
 
 def _platform_from_env() -> str | None:

@@ -9,14 +9,16 @@ defmodule CompilationBridge.Pool do
   Rules:
     * one request at a time per worker; callers beyond that wait in a FIFO queue for at most
       `:queue_timeout` ms (then `{:error, :queue_timeout}`);
-    * session affinity: the first call of a session picks a free worker and the session stays on
-      it, because its refs live in that worker's memory; later calls wait for that worker;
-    * a worker that stops takes its sessions with it (their refs are gone; the next call of such a
-      session gets a fresh worker and Python's "Unknown SnakeBridge reference" for old refs); the
-      caller of its request in flight gets `{:error, {:worker_exit, reason}}`; its supervisor
-      restarts it and the new process registers itself;
-    * `snakebridge.release_session` goes to the session's worker only (a session nobody holds has
-      nothing to release) and ends the affinity.
+    * session affinity (option `:session_affinity`, default on): the first call of a session picks a
+      free worker and the session stays on it, so its calls run in order on a worker that holds its
+      objects already; later calls wait for that worker. Refs are in the workers' shared ref store, so
+      with affinity off every call takes the first free worker and any worker serves any ref;
+    * a worker that stops frees its sessions (their refs live on in the ref store: the next call of
+      such a session gets another worker, which restores them); the caller of its request in flight
+      gets `{:error, {:worker_exit, reason}}`; its supervisor restarts it and the new process
+      registers itself;
+    * `snakebridge.release_session` goes to the session's worker (with affinity off, to any worker;
+      with it on, a session no worker holds is answered 0 at once) and ends the affinity.
   """
 
   use GenServer
@@ -119,7 +121,8 @@ defmodule CompilationBridge.Pool do
       ref: make_ref()
     }
 
-    if tool == @release_session and not Map.has_key?(state.sessions, session) do
+    if tool == @release_session and state.options.session_affinity and
+         not Map.has_key?(state.sessions, session) do
       {:reply, {:ok, 0}, state}
     else
       timer_ms = queue_timeout || state.options.queue_timeout
@@ -209,6 +212,8 @@ defmodule CompilationBridge.Pool do
 
   defp pick(%{idle: []}, _entry), do: nil
 
+  defp pick(%{options: %{session_affinity: false}} = state, _entry), do: hd(state.idle)
+
   defp pick(state, entry) do
     case Map.fetch(state.sessions, entry.session) do
       {:ok, index} -> if index in state.idle, do: index
@@ -230,14 +235,16 @@ defmodule CompilationBridge.Pool do
       state
       | workers: Map.put(state.workers, index, %{worker | busy: entry.from}),
         idle: List.delete(state.idle, index),
-        sessions: track_session(state.sessions, entry, index)
+        sessions: track_session(state.sessions, entry, index, state.options.session_affinity)
     }
   end
 
-  defp track_session(sessions, %{session: nil}, _index), do: sessions
+  defp track_session(sessions, _entry, _index, false), do: sessions
+  defp track_session(sessions, %{session: nil}, _index, true), do: sessions
 
-  defp track_session(sessions, %{tool: @release_session, session: s}, _index),
+  defp track_session(sessions, %{tool: @release_session, session: s}, _index, true),
     do: Map.delete(sessions, s)
 
-  defp track_session(sessions, %{session: session}, index), do: Map.put(sessions, session, index)
+  defp track_session(sessions, %{session: session}, index, true),
+    do: Map.put(sessions, session, index)
 end

@@ -1,8 +1,9 @@
 """`compilation-bridge bench`: every benchmark in one run, each as a ratio against its baseline.
 
-RPC (below), the Erlang port against gRPC (`bench_port`) and compile: ours against plain torch.compile,
-cold and warm, compiled against eager, heartbeats during a compile (`bench_compile`); `--markdown PATH`
-writes the table of ratios (`bench_table`).
+RPC (below), the Erlang port against gRPC (`bench_port`), compile: ours against plain torch.compile,
+cold and warm, compiled against eager, heartbeats during a compile (`bench_compile`), and the ref
+store (`bench_store`: per call on and off, a pool against one worker, a cold start from Redis' remote
+caches); `--markdown PATH` writes the table of ratios (`bench_table`).
 
 The RPC benchmark: what the worker costs per call, compared with a bare grpcio servicer.
 
@@ -32,7 +33,7 @@ from typing import Any
 NAME = "bench"
 HELP = (
     "every benchmark in one run (RPC vs bare grpcio, port vs gRPC, compile: ours vs plain torch.compile "
-    "cold and warm, compiled vs eager, heartbeats)"
+    "cold and warm, compiled vs eager, heartbeats; ref store on/off, pool, remote caches)"
 )
 STEPS = ("construct", "get_attr", "compute_hash", "release_ref")
 
@@ -44,9 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.add_argument(
         "--only",
-        choices=("rpc", "port", "compile"),
+        choices=("rpc", "port", "compile", "store"),
         action="append",
-        help="run only these benchmarks (repeatable; default: all three)",
+        help="run only these benchmarks (repeatable; default: all four)",
     )
     parser.add_argument("--markdown", metavar="PATH", help="also write the table of ratios to PATH")
     parser.add_argument(
@@ -324,10 +325,19 @@ def _compile(args: argparse.Namespace) -> dict[str, Any]:
     return bench_compile(threads=args.compile_threads, out=out)
 
 
+def _store(args: argparse.Namespace) -> dict[str, Any]:
+    from compilation_bridge.commands import bench_store
+
+    figures = bench_store.measure(iterations=max(100, args.iterations // 2), warmup=args.warmup)
+    if not args.json:
+        bench_store.report(figures)
+    return figures
+
+
 def run(args: argparse.Namespace) -> int:
-    chosen = set(args.only or ("rpc", "port", "compile"))
+    chosen = set(args.only or ("rpc", "port", "compile", "store"))
     figures: dict[str, Any] = {}
-    for name, bench in (("rpc", _rpc), ("port", _port), ("compile", _compile)):
+    for name, bench in (("rpc", _rpc), ("port", _port), ("compile", _compile), ("store", _store)):
         if name in chosen:
             figures[name] = bench(args)
             if not args.json:

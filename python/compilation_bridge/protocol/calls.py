@@ -8,7 +8,7 @@ would run them, so positional `None`s are never reinterpreted (docs/wire.md, Con
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from compilation_bridge.protocol import codec
@@ -25,6 +25,7 @@ class Call:
     args: list[Any]
     kwargs: dict[str, Any]
     resolve: Callable[[Any], Any]  # wire ref -> object, in the caller's session
+    used_refs: list[str] = field(default_factory=list)  # ids resolved so far (the call may change them)
 
     def text(self, key: str, *fallbacks: str, required: str | None = None) -> str | None:
         """A string field of the payload (first present of key, *fallbacks)."""

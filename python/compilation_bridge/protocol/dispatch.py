@@ -21,6 +21,7 @@ from compilation_bridge.protocol.errors import (
 )
 from compilation_bridge.protocol.refs import RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import check_session_id
+from compilation_bridge.protocol.sharedrefs import SharedRefTable
 from compilation_bridge.settings import env_flag
 from compilation_bridge.surface import Surface, default_surface
 
@@ -34,6 +35,11 @@ RELEASE_REF_TOOL = "snakebridge.release_ref"
 RELEASE_SESSION_TOOL = "snakebridge.release_session"
 HELPERS_TOOL = "snakebridge.helpers"
 STREAM_CALL_TYPES = {None: "function", "function": "function", "dynamic_stream": "dynamic"}
+# Calls that cannot change the refs they name: their refs are not encoded again afterwards (with a shared
+# ref table that is the per-call cost of a change check). Everything else may change an argument or the
+# instance (set_attr, post_init_cudagraph_sizes, a constructor's __post_init__ writing into a config).
+READ_ONLY_CALLS = frozenset({"get_attr", "module_attr", "helper"})
+READ_ONLY_METHODS = frozenset({"compute_hash", "__repr__", "__str__", "__len__", "__contains__"})
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,7 @@ def session_of(payload: dict[str, Any], request_session_id: str) -> str:
 
 
 class Dispatcher:
-    def __init__(self, surface: Surface | None = None, refs: RefTable | None = None) -> None:
+    def __init__(self, surface: Surface | None = None, refs: RefTable | SharedRefTable | None = None) -> None:
         self.surface = surface or default_surface()
         self.refs = refs or RefTable()
 
@@ -117,6 +123,12 @@ class Dispatcher:
         if call_type not in STREAM_CALL_TYPES:
             raise ValueError(f"Unsupported call_type for {STREAM_TOOL}: {call_type!r}")
         call = self._decode_call(STREAM_CALL_TYPES[call_type], payload, session)
+        try:
+            yield from self._stream_call(call, session, payload)
+        finally:
+            self.refs.sync(session, call.used_refs)
+
+    def _stream_call(self, call: Call, session: str, payload: dict[str, Any]) -> Iterator[Any]:
         module = (
             call.text("module_path", required="snakebridge.stream requires module_path")
             if (call.call_type == "dynamic")
@@ -153,7 +165,11 @@ class Dispatcher:
         if not isinstance(call_type, str) or call_type not in HANDLERS:
             raise ValueError(f"Unsupported call_type: {call_type!r}")
         call = self._decode_call(call_type, payload, session)
-        result = HANDLERS[call_type](call, self.surface)
+        try:
+            result = HANDLERS[call_type](call, self.surface)
+        finally:
+            if _may_change_refs(call):
+                self.refs.sync(session, call.used_refs)
         return self._encoder(session, payload)(result)
 
     def _decode_call(self, call_type: str, payload: dict[str, Any], session: str) -> Call:
@@ -166,10 +182,17 @@ class Dispatcher:
         if not isinstance(kwargs, dict):
             raise TypeError(f"kwargs must be an object, not {type(kwargs).__name__}")
 
-        def resolve(ref: Any) -> Any:
-            return self.refs.get(session, ref_identity(ref, session))
+        used: list[str] = []
 
-        return Call(call_type, payload, codec.decode(args, resolve), codec.decode(kwargs, resolve), resolve)
+        def resolve(ref: Any) -> Any:
+            ref_id = ref_identity(ref, session)
+            obj = self.refs.get(session, ref_id)
+            used.append(ref_id)
+            return obj
+
+        call = Call(call_type, payload, codec.decode(args, resolve), codec.decode(kwargs, resolve), resolve)
+        call.used_refs = used
+        return call
 
     def _encoder(self, session: str, payload: dict[str, Any]) -> Any:
         """encode(result) for this call: non-data objects become refs in the caller's session."""
@@ -193,6 +216,12 @@ class Dispatcher:
                 return make_ref(result, None)
 
         return encode
+
+
+def _may_change_refs(call: Call) -> bool:
+    if not call.used_refs or call.call_type in READ_ONLY_CALLS:
+        return False
+    return not (call.call_type == "method" and call.payload.get("function") in READ_ONLY_METHODS)
 
 
 def wire_ref(

@@ -196,6 +196,9 @@ class RefTable:
                 del self._by_access[(session_id, ref_id)]
             return len(refs)
 
+    def sync(self, session_id: str, ref_ids: Any) -> None:
+        """Nothing to do: objects live only here (the shared table writes changed state to its store)."""
+
     def session_count(self) -> int:
         with self._lock:
             self._prune(self._clock())

@@ -141,8 +141,11 @@ def _config_types() -> Iterable[ExposedType]:
 
 
 def _compile_loader() -> dict[str, Any]:
+    from compilation_bridge.protocol.refcompiled import recording
+
     module = importlib.import_module(COMPILE_PACKAGE)  # imports torch: only when a call needs it
-    return {"compile_model": module.compile_model}
+    # Recording what each model was built from lets another worker rebuild it from the ref store.
+    return {"compile_model": recording(module.compile_model)}
 
 
 def _compile_progress() -> Any:
@@ -189,12 +192,20 @@ def default_surface() -> Surface:
             _vllm_loader(names),
             _config_types,
             VLLM_CONFIG_NOT_EXPOSED if name == "vllm.config" else frozenset(),
+            implements=CONFIG_PACKAGE,
         )
         for name, names in VLLM_MODULES.items()
     ]
     progress = _compile_progress
     modules.append(
-        ExposedModule(COMPILE_PACKAGE, _compile_loader, _compile_types, progress=progress, warm=_compile_warm)
+        ExposedModule(
+            COMPILE_PACKAGE,
+            _compile_loader,
+            _compile_types,
+            progress=progress,
+            warm=_compile_warm,
+            implements=COMPILE_PACKAGE,
+        )
     )
     if env_flag(testing.ENV):  # see surface/testing.py
         modules.append(ExposedModule(testing.MODULE, _testing_loader))

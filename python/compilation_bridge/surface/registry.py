@@ -107,6 +107,9 @@ class ExposedModule:
     progress: Callable[[], Any] | None = None
     # Extra start-up work for `Surface.load_module(..., warm=True)` (compile: import Dynamo/Inductor).
     warm: Callable[[], None] | None = None
+    # The package its classes come from: an object of such a class restored from the ref store by a
+    # worker that never loaded this module loads it then, so the object's type is known as exposed.
+    implements: str = ""
     _attrs: dict[str, Any] | None = field(default=None, repr=False)
 
 
@@ -166,10 +169,27 @@ class Surface:
     # ------------------------------------------------------------------------------------ objects
     def exposure(self, obj: Any) -> ExposedType | None:
         """The exposure entry of an instance or of an exposed class itself."""
+        exposed = self._known_exposure(obj)
+        if exposed is None and self._load_modules_for(obj if isinstance(obj, type) else type(obj)):
+            exposed = self._known_exposure(obj)
+        return exposed
+
+    def _known_exposure(self, obj: Any) -> ExposedType | None:
         exposed = self._types.get(type(obj))
         if exposed is None and isinstance(obj, type):
             exposed = self._types.get(obj)
         return exposed
+
+    def _load_modules_for(self, cls: type) -> bool:
+        """Load the not yet loaded modules implemented where `cls` comes from; whether any was."""
+        pending = [
+            module
+            for module in self._modules.values()
+            if module._attrs is None and module.implements and cls.__module__.startswith(module.implements)
+        ]
+        for module in pending:
+            self._module_attrs(module.name)
+        return bool(pending)
 
     def _exposed_names(self, exposed: ExposedType) -> frozenset[str]:
         names = self._names.get(exposed.cls)

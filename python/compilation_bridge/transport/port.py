@@ -269,12 +269,16 @@ def _exit_now(signum: int, _frame: Any) -> None:
 
 def run_port(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    dispatcher_factory: Callable[[], Dispatcher] = Dispatcher,
+    dispatcher_factory: Callable[[], Dispatcher] | None = None,
 ) -> int:
     inp, out = claim_stdio()
     signal.signal(signal.SIGTERM, _exit_now)
     # Ctrl-C in an interactive shell reaches the whole process group; the BEAM owns our lifetime.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if dispatcher_factory is None:
+        from compilation_bridge.protocol.refsetup import worker_dispatcher
+
+        dispatcher_factory = worker_dispatcher
     server = PortServer(dispatcher_factory(), inp, out, max_frame_bytes)
     try:
         return server.serve()

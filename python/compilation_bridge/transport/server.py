@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import grpc
 
 from compilation_bridge.protocol.dispatch import Dispatcher
+from compilation_bridge.protocol.refsetup import worker_dispatcher
 from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
@@ -147,8 +148,8 @@ def serve(options: ServeOptions) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    dispatcher = Dispatcher()
     try:
+        dispatcher = worker_dispatcher()
         running = build_server(options, dispatcher)
     except Exception as exc:
         log.error("cannot start: %s", exc)

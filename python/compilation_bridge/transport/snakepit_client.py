@@ -61,6 +61,9 @@ def run_id() -> str:
 
 def snakepit_env(ready_file: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    # Each test worker gets its own ref store unless the test shares one on purpose: quotas count
+    # everything a store holds.
+    env.setdefault("COMPILATION_BRIDGE_STATE_DIR", os.path.join(os.path.dirname(ready_file), "state"))
     env.update(
         {
             "SNAKEPIT_READY_FILE": ready_file,

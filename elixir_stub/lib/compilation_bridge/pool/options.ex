@@ -11,6 +11,9 @@ defmodule CompilationBridge.Pool.Options do
     * `:queue_timeout` - ms a call may wait for a worker (default: app env `:queue_timeout`, 60 000).
     * `:max_frame_bytes` - largest frame either side accepts (default 16 MiB).
     * `:shutdown_grace` - ms a worker gets to exit after its port closes, before SIGKILL (default 2 000).
+    * `:session_affinity` - keep each session on the worker that first served it (default `true`).
+      Workers share refs through their ref store, so `false` is safe: every call then goes to the
+      first free worker, which spreads one busy session over the whole pool.
   """
 
   alias CompilationBridge.Python
@@ -23,7 +26,8 @@ defmodule CompilationBridge.Pool.Options do
           startup_timeout: pos_integer(),
           queue_timeout: pos_integer(),
           max_frame_bytes: pos_integer(),
-          shutdown_grace: non_neg_integer()
+          shutdown_grace: non_neg_integer(),
+          session_affinity: boolean()
         }
 
   @known [
@@ -35,7 +39,8 @@ defmodule CompilationBridge.Pool.Options do
     :startup_timeout,
     :queue_timeout,
     :max_frame_bytes,
-    :shutdown_grace
+    :shutdown_grace,
+    :session_affinity
   ]
 
   @doc "Validates `opts` and fills in defaults."
@@ -56,7 +61,8 @@ defmodule CompilationBridge.Pool.Options do
       startup_timeout: positive!(opts, :startup_timeout, 60_000),
       queue_timeout: positive!(opts, :queue_timeout, app_env(:queue_timeout, 60_000)),
       max_frame_bytes: max_frame,
-      shutdown_grace: non_negative!(opts, :shutdown_grace, 2_000)
+      shutdown_grace: non_negative!(opts, :shutdown_grace, 2_000),
+      session_affinity: boolean!(opts, :session_affinity, true)
     }
   end
 
@@ -72,6 +78,17 @@ defmodule CompilationBridge.Pool.Options do
 
       value ->
         raise ArgumentError, "pool option #{inspect(key)} must be an atom, got #{inspect(value)}"
+    end
+  end
+
+  defp boolean!(opts, key, default) do
+    case Keyword.get(opts, key, default) do
+      value when is_boolean(value) ->
+        value
+
+      value ->
+        raise ArgumentError,
+              "pool option #{inspect(key)} must be a boolean, got #{inspect(value)}"
     end
   end
 

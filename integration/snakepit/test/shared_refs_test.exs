@@ -1,0 +1,102 @@
+defmodule RealClient.SharedRefsTest do
+  @moduledoc """
+  Refs on a real Snakepit 0.13 pool of two workers (the launcher recipe with `pool_size: 2`, Snakepit's
+  default affinity): Snakepit may send a session's next call to either worker, and a worker may die;
+  the workers' shared ref store must make neither visible to the caller.
+  """
+  use ExUnit.Case, async: false
+
+  alias RealClient.Pool
+  alias SnakeBridge.Runtime
+  alias Vllm.Config.CompilationConfig, as: CC
+
+  @moduletag timeout: 600_000
+  # kill -9 of the workers is deliberate: Snakepit's crash reports would only hide real failures.
+  @moduletag capture_log: true
+  @callers 8
+  @rounds 5
+
+  setup_all do
+    config =
+      :launcher
+      |> RealClient.Recipes.config!()
+      |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
+      # An instance of its own: the other modules count their workers by instance name.
+      |> put_in([:snakepit, :instance_name], "my_app_shared_refs")
+
+    # A ref store of this module's own, so its quotas and contents start empty.
+    state =
+      Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
+
+    config = Pool.start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
+
+    instance = config[:snakepit][:instance_name]
+
+    on_exit(fn ->
+      Pool.stop()
+      # Replacements of killed workers may still be starting: none may outlive this module.
+      Pool.eventually(fn -> Pool.worker_pids(instance) == [] end, 10_000) ||
+        Enum.each(Pool.worker_pids(instance), &System.cmd("kill", ["-9", Integer.to_string(&1)]))
+
+      File.rm_rf(state)
+    end)
+
+    {:ok, instance: instance}
+  end
+
+  test "#{@callers} concurrent callers, #{@rounds} rounds each, lose no ref", %{
+    instance: instance
+  } do
+    assert length(Pool.worker_pids(instance)) == 2
+
+    failures =
+      1..@callers
+      |> Task.async_stream(fn _caller -> rounds(@rounds) end,
+        max_concurrency: @callers,
+        timeout: 300_000
+      )
+      |> Enum.flat_map(fn {:ok, failed} -> failed end)
+
+    assert failures == []
+  end
+
+  test "kill -9 of the worker that made a ref: the next call, on another worker, succeeds", %{
+    instance: instance
+  } do
+    {:ok, cc} = CC.new(nil, 3, nil, cache_dir: "/tmp/outlives-its-worker")
+    {:ok, true} = Runtime.set_attr(cc, :compilation_time, 2.5)
+    {:ok, hash} = CC.compute_hash(cc)
+    before = Pool.worker_pids(instance)
+
+    # Both workers: whichever made the ref is certainly gone; the next calls run on their replacements.
+    for pid <- before, do: System.cmd("kill", ["-9", Integer.to_string(pid)])
+
+    assert Pool.eventually(
+             fn ->
+               pids = Pool.worker_pids(instance)
+               length(pids) == 2 and Enum.all?(pids, &(&1 not in before))
+             end,
+             30_000
+           )
+
+    assert Pool.eventually(fn -> match?({:ok, _}, CC.mode(cc)) end, 30_000)
+    assert {:ok, "/tmp/outlives-its-worker"} = CC.cache_dir(cc)
+    assert {:ok, 2.5} = CC.compilation_time(cc)
+    assert {:ok, ^hash} = CC.compute_hash(cc)
+  end
+
+  # One caller (a process, so a session of its own): new, mode, compute_hash, release_ref, `count`
+  # times; returns what failed.
+  defp rounds(count) do
+    Enum.flat_map(1..count, fn round ->
+      with {:ok, cc} <- CC.new(nil, 3, nil, []),
+           {:ok, 3} <- CC.mode(cc),
+           {:ok, <<_::binary-size(64)>>} <- CC.compute_hash(cc),
+           :ok <- Runtime.release_ref(cc) do
+        []
+      else
+        failure -> [{round, failure}]
+      end
+    end)
+  end
+end

@@ -1,0 +1,92 @@
+"""Two hosts (own state, caches and workers; one Redis): a compiled model made on A is served on B.
+
+B rebuilds the `CompiledModel` from its recipe in the ref store; with the Redis store, Inductor's FX
+graph and AOTAutograd caches live in the same Redis, so B's compile finds A's artifacts there.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import redis
+from tests.refstore.redisserver import RedisServer
+
+from compilation_bridge.protocol.refsign import KEY_FILE
+from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess, wire_ref
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+def host_env(root: Path, store_url: str) -> dict[str, str]:
+    """A host of its own: state folder, user cache, Inductor cache; the shared Redis."""
+    root.mkdir(mode=0o700, exist_ok=True)
+    return {
+        "COMPILATION_BRIDGE_REF_STORE": store_url,
+        "COMPILATION_BRIDGE_STATE_DIR": str(root / "state"),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "COMPILATION_BRIDGE_ALLOWED_ROOTS": str(root),
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+    }
+
+
+def test_a_compiled_model_moves_to_another_host(tmp_path: Path, redis_server: RedisServer) -> None:
+    env_a = host_env(tmp_path / "a", redis_server.url)
+    env_b = host_env(tmp_path / "b", redis_server.url)
+    host_a = WorkerProcess.spawn(extra_env=env_a)
+    try:
+        Path(env_b["COMPILATION_BRIDGE_STATE_DIR"]).mkdir(mode=0o700)
+        shutil.copy2(
+            Path(env_a["COMPILATION_BRIDGE_STATE_DIR"]) / KEY_FILE, env_b["COMPILATION_BRIDGE_STATE_DIR"]
+        )
+        host_b = WorkerProcess.spawn(extra_env=env_b)
+    except BaseException:
+        host_a.terminate()
+        raise
+    try:
+        on_a = SnakeBridgeSession(host_a.stub, host_a.session_id, "session_compile", timeout_s=300)
+        on_b = SnakeBridgeSession(host_b.stub, host_b.session_id, "session_compile", timeout_s=300)
+        cc = on_a.call_class("vllm.config", "CompilationConfig", [None, 3, None], backend="inductor")
+        model = on_a.call(
+            "compilation_bridge.compile", "compile_model", [wire_ref(cc)], max_num_tokens=16, num_layers=1
+        )
+        ran_on_a = on_a.call_method(model, "run", [8])
+        assert _inductor_keys(redis_server) > 0, "host A wrote nothing to Inductor's remote caches"
+        ran_on_b = on_b.call_method(model, "run", [8])  # rebuilt on B from the recipe
+        assert ran_on_b["num_tokens"] == ran_on_a["num_tokens"] == 8
+        assert ran_on_b["max_abs_diff_vs_eager"] < 1e-3
+        report = on_b.call_method(model, "report")
+        assert report["model_options"] == {"num_layers": 1} and report["mode"] == "VLLM_COMPILE"
+        assert on_b.get_attr(cc, "mode") == 3
+    finally:
+        host_a.terminate()
+        host_b.terminate()
+
+
+def _inductor_keys(server: RedisServer) -> int:
+    client = redis.Redis.from_url(server.url)
+    try:
+        return sum(1 for key in client.scan_iter(count=1000) if not key.startswith(b"compilation-bridge:"))
+    finally:
+        client.close()
+
+
+def test_on_one_host_the_rebuilt_model_loads_from_the_compile_cache(tmp_path: Path) -> None:
+    env = host_env(tmp_path / "host", "sqlite")
+    first, second = WorkerProcess.spawn(extra_env=env), WorkerProcess.spawn(extra_env=env)
+    try:
+        on_first = SnakeBridgeSession(first.stub, first.session_id, "session_warm", timeout_s=300)
+        on_second = SnakeBridgeSession(second.stub, second.session_id, "session_warm", timeout_s=300)
+        cc = on_first.call_class("vllm.config", "CompilationConfig", [None, 3, None], backend="inductor")
+        model = on_first.call(
+            "compilation_bridge.compile", "compile_model", [wire_ref(cc)], max_num_tokens=16, num_layers=1
+        )
+        on_first.call_method(model, "run", [8])
+        assert on_first.call_method(model, "report")["num_artifacts_saved"] > 0
+        assert on_second.call_method(model, "run", [8])["num_tokens"] == 8  # rebuilt: a warm load
+        report = on_second.call_method(model, "report")
+        assert report["num_artifacts_loaded"] > 0 and report["num_artifacts_saved"] == 0
+    finally:
+        first.terminate()
+        second.terminate()

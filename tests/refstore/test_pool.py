@@ -1,0 +1,145 @@
+"""Real workers (spawned as Snakepit spawns them) sharing one store: no ref is lost to routing or kill -9.
+
+Each call goes to a worker chosen at random, as Snakepit's pool may route a session's calls.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from tests.refstore.redisserver import RedisServer
+
+from compilation_bridge.protocol.refsign import KEY_FILE
+from compilation_bridge.protocol.sharedrefs import RETRY_EVERY_S
+from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
+
+CALLERS, ROUNDS = 8, 5
+
+
+def spawn_pool(size: int, state_dir: Path, **env: str) -> list[WorkerProcess]:
+    extra = {"COMPILATION_BRIDGE_STATE_DIR": str(state_dir), **env}
+    return [WorkerProcess.spawn(extra_env=extra) for _ in range(size)]
+
+
+def stop_pool(workers: list[WorkerProcess]) -> None:
+    for worker in workers:
+        worker.terminate()
+
+
+class Routed:
+    """One caller's session, each call sent to any live worker of the pool."""
+
+    def __init__(self, workers: list[WorkerProcess], session_id: str) -> None:
+        self.workers = workers
+        self.session_id = session_id
+        self.used: list[int] = []
+
+    def on(self, index: int | None = None) -> SnakeBridgeSession:
+        live = [i for i, w in enumerate(self.workers) if w.process.poll() is None]
+        index = random.choice(live) if index is None else index
+        self.used.append(index)
+        worker = self.workers[index]
+        return SnakeBridgeSession(worker.stub, worker.session_id, self.session_id, timeout_s=60)
+
+    def sequence(self) -> None:
+        config = self.on().call_class("vllm.config", "CompilationConfig", [None, 3, None])
+        assert self.on().get_attr(config, "mode") == 3
+        assert len(self.on().call_method(config, "compute_hash")) == 64
+        assert self.on().release_ref(config) is True
+
+
+@pytest.fixture
+def pool(tmp_path: Path) -> Iterator[list[WorkerProcess]]:
+    workers = spawn_pool(3, tmp_path / "state")
+    yield workers
+    stop_pool(workers)
+
+
+def test_concurrent_callers_lose_no_ref(pool: list[WorkerProcess]) -> None:
+    failures: list[str] = []
+    lock = threading.Lock()
+
+    def caller(number: int) -> set[int]:
+        routed = Routed(pool, f"session_caller_{number}")
+        for _ in range(ROUNDS):
+            try:
+                routed.sequence()
+            except Exception as exc:
+                with lock:
+                    failures.append(f"{type(exc).__name__}: {exc}")
+        return set(routed.used)
+
+    with ThreadPoolExecutor(CALLERS) as executor:
+        used = list(executor.map(caller, range(CALLERS)))
+    assert failures == []
+    assert all(len(workers) > 1 for workers in used)  # every caller was served by several workers
+
+
+def test_a_ref_outlives_the_worker_that_made_it(pool: list[WorkerProcess]) -> None:
+    routed = Routed(pool, "session_kill")
+    config = routed.on(0).call_class("vllm.config", "CompilationConfig", mode=3, cache_dir="/tmp/a")
+    routed.on(0).set_attr(config, "cache_dir", "/tmp/b")
+    expected = routed.on(0).call_method(config, "compute_hash")
+    pool[0].terminate(signal.SIGKILL)
+    assert routed.on(1).get_attr(config, "cache_dir") == "/tmp/b"
+    assert routed.on(2).call_method(config, "compute_hash") == expected
+
+
+def test_two_hosts_share_refs_through_redis(tmp_path: Path, redis_server: RedisServer) -> None:
+    host_a, host_b = tmp_path / "host-a", tmp_path / "host-b"
+    env = {"COMPILATION_BRIDGE_REF_STORE": redis_server.url}
+    group_a = spawn_pool(2, host_a, **env)
+    try:
+        host_b.mkdir(mode=0o700)
+        shutil.copy2(host_a / KEY_FILE, host_b / KEY_FILE)  # what an operator does once per host
+        group_b = spawn_pool(2, host_b, **env)
+    except BaseException:
+        stop_pool(group_a)
+        raise
+    try:
+        _share_between(group_a, group_b)
+    finally:
+        stop_pool(group_a + group_b)
+
+
+def _share_between(group_a: list[WorkerProcess], group_b: list[WorkerProcess]) -> None:
+    on_a, on_b = Routed(group_a, "session_hosts"), Routed(group_b, "session_hosts")
+    sizes = {"cudagraph_capture_sizes": [2, 1], "max_cudagraph_capture_size": 2}
+    config = on_a.on().call_class("vllm.config", "CompilationConfig", mode=3, **sizes)
+    on_b.on().call_method(config, "post_init_cudagraph_sizes")
+    assert on_a.on().get_attr(config, "cudagraph_capture_sizes") == [1, 2]
+    assert on_a.on().call_method(config, "compute_hash") == on_b.on().call_method(config, "compute_hash")
+    assert on_b.on().release_ref(config) is True
+    with pytest.raises(Exception, match="Unknown SnakeBridge reference"):
+        on_a.on().get_attr(config, "mode")
+
+
+def test_workers_ride_out_a_store_outage(tmp_path: Path, redis_server: RedisServer) -> None:
+    workers = spawn_pool(2, tmp_path / "state", COMPILATION_BRIDGE_REF_STORE=redis_server.url)
+    try:
+        routed = Routed(workers, "session_outage")
+        held = routed.on(0).call_class("vllm.config", "CompilationConfig", mode=3)
+        redis_server.stop()
+        try:
+            assert routed.on(0).get_attr(held, "mode") == 3  # held by worker 0: keeps working
+            with pytest.raises(CallError) as refused:
+                routed.on(1).get_attr(held, "mode")  # worker 1 would have to load it
+            assert refused.value.error["type"] == "RefStoreUnavailable"
+            assert "unreachable" in refused.value.error["message"]
+            made_while_down = routed.on(0).call_class("vllm.config", "CompilationConfig", mode=2)
+        finally:
+            redis_server.resume()
+        time.sleep(RETRY_EVERY_S + 0.1)
+        routed.on(0).get_attr(held, "mode")  # worker 0's next call writes what waited
+        assert routed.on(1).get_attr(made_while_down, "mode") == 2
+        assert routed.on(1).get_attr(held, "mode") == 3
+    finally:
+        stop_pool(workers)

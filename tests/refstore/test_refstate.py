@@ -1,0 +1,140 @@
+"""Ref states: config objects come back exactly, and nothing but allowlisted types ever comes back."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compilation_bridge.protocol import refstate
+from compilation_bridge.vllm_config import (
+    CompilationConfig,
+    CompilationMode,
+    CUDAGraphMode,
+    DynamicShapesConfig,
+    PassConfig,
+    Range,
+    VllmConfig,
+)
+
+
+def _configs() -> list[object]:
+    sized = CompilationConfig(mode=3, cudagraph_capture_sizes=[1, 2, 4], max_cudagraph_capture_size=4)
+    sized.post_init_cudagraph_sizes()  # fills init=False fields (bs_to_padded_graph_size)
+    sized.compilation_time = 1.5
+    sized.enabled_custom_ops.update(["rms_norm", "rms_norm"])
+    sized.traced_files.add("/x.py")
+    sized.debug_dump_path = Path("/tmp/dump")
+    return [
+        CompilationConfig(),
+        CompilationConfig(mode=3, compile_ranges_split_points=[8, 32]),
+        sized,
+        VllmConfig(compilation_config=CompilationConfig(mode=3)),
+        PassConfig(),
+        DynamicShapesConfig(),
+    ]
+
+
+@pytest.mark.parametrize("config", _configs(), ids=lambda c: type(c).__name__)
+def test_configs_come_back_exactly(config: object) -> None:
+    restored = refstate.decode(refstate.encode(config))
+    assert type(restored) is type(config)
+    assert restored == config
+    assert repr(restored) == repr(config)
+    assert vars(restored) == vars(config)
+    if hasattr(config, "compute_hash"):
+        assert restored.compute_hash() == config.compute_hash()  # type: ignore[attr-defined]
+
+
+def test_values_keep_their_types() -> None:
+    value = [Range(1, 8), CompilationMode.VLLM_COMPILE, CUDAGraphMode.FULL, (1, 2.5), {3: float("inf")}]
+    value.append(Counter(a=2))
+    restored = refstate.decode(refstate.encode(value))
+    assert restored == value
+    assert [type(x) for x in restored] == [type(x) for x in value]
+    assert restored[1] is CompilationMode.VLLM_COMPILE
+
+
+def test_config_classes_come_back_as_themselves() -> None:
+    assert refstate.decode(refstate.encode([CompilationConfig, CUDAGraphMode])) == [
+        CompilationConfig,
+        CUDAGraphMode,
+    ]
+    with pytest.raises(refstate.NotStorable):
+        refstate.encode(dict)
+
+
+def test_shared_objects_stay_shared() -> None:
+    inner = [1, 2]
+    restored = refstate.decode(refstate.encode({"a": inner, "b": inner}))
+    assert restored["a"] is restored["b"]
+
+
+def test_objects_that_are_not_data_are_not_storable() -> None:
+    with pytest.raises(refstate.NotStorable):
+        refstate.encode(iter([1]))
+    with pytest.raises(refstate.NotStorable):
+        refstate.encode({"f": print})
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        {"format": 1, "value": {"t": "obj", "c": "os.system", "v": {}}},
+        {"format": 1, "value": {"t": "obj", "c": "builtins.object", "v": {}}},
+        {"format": 1, "value": {"t": "enum", "c": "compilation_bridge.vllm_config.range.Range", "v": 1}},
+        {"format": 1, "value": {"t": "pickle", "v": "gASV"}},
+        {"format": 1, "value": {"t": "same", "i": 5}},
+        {"format": 2, "value": 1},
+        [1, 2],
+    ],
+)
+def test_foreign_states_are_refused(tree: object) -> None:
+    with pytest.raises(refstate.CorruptState):
+        refstate.decode(orjson.dumps(tree))
+
+
+def test_garbage_is_refused() -> None:
+    with pytest.raises(refstate.CorruptState):
+        refstate.decode(b"\x80\x04\x95 not json")
+
+
+def test_local_only_marker_names_the_worker() -> None:
+    with pytest.raises(refstate.HeldElsewhere, match=r"list_iterator.*worker host-a pid 7"):
+        refstate.decode(refstate.local_only(iter([1]), "host-a pid 7"))
+
+
+_SIZES = st.lists(st.integers(1, 512), max_size=5)
+_CONFIG_KWARGS = st.fixed_dictionaries(
+    {},
+    optional={
+        "mode": st.sampled_from([0, 1, 2, 3]),
+        "backend": st.sampled_from(["", "inductor", "eager"]),
+        "custom_ops": st.lists(st.sampled_from(["all", "none", "+rms_norm", "-silu_and_mul"]), max_size=3),
+        "cudagraph_mode": st.sampled_from(["NONE", "PIECEWISE", "FULL", "FULL_AND_PIECEWISE"]),
+        "compile_sizes": _SIZES,
+        "compile_ranges_split_points": st.lists(st.integers(2, 4096), max_size=3, unique=True).map(sorted),
+        "cudagraph_capture_sizes": st.lists(st.integers(1, 256), min_size=1, max_size=5),
+        "cache_dir": st.sampled_from(["", "/tmp/cache"]),
+        "pass_config": st.builds(PassConfig, fuse_norm_quant=st.booleans(), eliminate_noops=st.booleans()),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(kwargs=_CONFIG_KWARGS, inside_vllm=st.booleans())
+def test_random_configs_come_back_exactly(kwargs: dict[str, Any], inside_vllm: bool) -> None:
+    try:
+        config: Any = CompilationConfig(**kwargs)
+        if inside_vllm:
+            config = VllmConfig(compilation_config=config)
+    except Exception:
+        return  # invalid combinations are the differential suite's business
+    restored = refstate.decode(refstate.encode(config))
+    assert restored == config and repr(restored) == repr(config)
+    assert restored.compute_hash() == config.compute_hash()
