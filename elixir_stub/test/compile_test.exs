@@ -12,7 +12,10 @@ defmodule CompilationBridge.CompileTest do
   test "compile_model, run and report through the pool" do
     # Under the worker's default root (its user cache folder): shared folders such as /tmp are refused.
     home = System.get_env("XDG_CACHE_HOME") || Path.join(System.user_home!(), ".cache")
-    cache = Path.join([home, "compilation-bridge", "cb_elixir_#{System.unique_integer([:positive])}"])
+
+    cache =
+      Path.join([home, "compilation-bridge", "cb_elixir_#{System.unique_integer([:positive])}"])
+
     on_exit(fn -> File.rm_rf(cache) end)
 
     {:ok, cc} =
