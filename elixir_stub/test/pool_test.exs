@@ -195,18 +195,52 @@ defmodule CompilationBridge.PoolTest do
     end)
   end
 
-  test "a Python that never becomes ready leaves callers with queue timeouts, not crashes" do
+  test "a Python that never becomes ready: callers get the cause, not a queue timeout" do
     start_supervised!(
       {Pool,
        name: :never,
        size: 1,
        command: fake_worker("noready"),
        startup_timeout: 200,
-       queue_timeout: 300}
+       queue_timeout: 30_000}
     )
 
-    assert {:error, %Snakepit.Error{category: :timeout}} = CC.new(on_pool(:never))
+    assert {:error, %Snakepit.Error{category: :pool, message: message}} = CC.new(on_pool(:never))
+    assert message == "No worker can start: the worker was not ready within 200 ms"
     assert Process.alive?(Process.whereis(Pool.server(:never)))
+  end
+
+  test "a missing interpreter: every call is answered at once with the cause" do
+    start_supervised!({Pool, name: :no_python, size: 2, python: "/nonexistent/bin/python3"})
+    {took, result} = :timer.tc(fn -> CC.new(on_pool(:no_python)) end)
+    assert {:error, %Snakepit.Error{category: :pool, message: message}} = result
+    assert message == "No worker can start: /nonexistent/bin/python3: no such executable"
+    # Answered by the pool's own knowledge, long before the 60 s queue timeout (a liveness bound).
+    assert took < 20_000_000
+    assert {:error, %Snakepit.Error{message: ^message}} = CC.new(on_pool(:no_python))
+  end
+
+  test "an interpreter without the package: the cause is Python's own error, logged once" do
+    python = System.find_executable("python3")
+
+    log =
+      ExUnit.CaptureLog.capture_log(fn ->
+        start_supervised!(
+          {Pool,
+           name: :bare_python, size: 2, python: python, env: [{"PYTHONPATH", "/nonexistent"}]}
+        )
+
+        assert {:error, %Snakepit.Error{message: message}} = CC.new(on_pool(:bare_python))
+
+        assert message =~
+                 "No worker can start: the worker exited with status 1 before it was ready"
+
+        assert message =~ "No module named 'compilation_bridge'"
+        # Both workers fail, and fail again after their back-off: one line for the one cause.
+        Process.sleep(2_500)
+      end)
+
+    assert length(Regex.scan(~r/no worker can start/, log)) == 1
   end
 
   test "stopping a pool ends its Python processes" do

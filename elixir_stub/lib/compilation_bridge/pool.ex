@@ -17,17 +17,28 @@ defmodule CompilationBridge.Pool do
       such a session gets another worker, which restores them); the caller of its request in flight
       gets `{:error, {:worker_exit, reason}}`; its supervisor restarts it and the new process
       registers itself;
+    * when workers fail to start and none is running, every waiting caller and every new call is
+      answered at once with `{:error, {:no_worker_can_start, cause}}` (the cause is the Python's own
+      error where there is one) instead of waiting out its queue timeout; restarts back off (1 s,
+      doubling to 30 s) and the cause is logged once per minute, or when it changes;
     * `snakebridge.release_session` goes to the session's worker (with affinity off, to any worker;
       with it on, a session no worker holds is answered 0 at once) and ends the affinity.
   """
 
   use GenServer
 
+  require Logger
+
   alias CompilationBridge.Worker
 
   @release_session "snakebridge.release_session"
   # Added to a caller's wait so that the pool's own timers always fire first.
   @call_margin 5_000
+  # Pause before a worker's next start after failed ones: doubling from the first to the last.
+  @first_backoff 1_000
+  @max_backoff 30_000
+  # The same start failure is logged at most once in this many ms.
+  @log_every 60_000
 
   @doc "Starts a pool (manager and workers under one supervisor). Options: `CompilationBridge.Pool.Options`."
   @spec start_link(keyword()) :: Supervisor.on_start()
@@ -94,6 +105,14 @@ defmodule CompilationBridge.Pool do
   @spec checkin(atom(), non_neg_integer()) :: :ok
   def checkin(pool, index), do: GenServer.cast(pool, {:checkin, index, self()})
 
+  @doc "Called by a worker whose Python did not start, with the cause a person can act on."
+  @spec start_failed(atom(), non_neg_integer(), String.t()) :: :ok
+  def start_failed(pool, index, cause), do: GenServer.cast(pool, {:start_failed, index, cause})
+
+  @doc "Called by a starting worker: how long to wait before starting Python (0 unless it failed)."
+  @spec start_delay(atom(), non_neg_integer()) :: non_neg_integer()
+  def start_delay(pool, index), do: GenServer.call(pool, {:start_delay, index})
+
   # ------------------------------------------------------------------------------------ callbacks
 
   @impl true
@@ -104,9 +123,12 @@ defmodule CompilationBridge.Pool do
      %{
        options: options,
        workers: %{},
-       idle: [],
+       idle: :queue.new(),
        sessions: %{},
-       queue: []
+       queue: :queue.new(),
+       # consecutive failed starts per worker slot, and the last cause with when it was logged
+       failures: %{},
+       start_failure: nil
      }}
   end
 
@@ -121,14 +143,23 @@ defmodule CompilationBridge.Pool do
       ref: make_ref()
     }
 
-    if tool == @release_session and state.options.session_affinity and
-         not Map.has_key?(state.sessions, session) do
-      {:reply, {:ok, 0}, state}
-    else
-      timer_ms = queue_timeout || state.options.queue_timeout
-      Process.send_after(self(), {:queue_timeout, entry.ref}, timer_ms)
-      {:noreply, drain(%{state | queue: state.queue ++ [entry]})}
+    cond do
+      tool == @release_session and state.options.session_affinity and
+          not Map.has_key?(state.sessions, session) ->
+        {:reply, {:ok, 0}, state}
+
+      no_worker_can_start?(state) ->
+        {:reply, {:error, {:no_worker_can_start, state.start_failure.cause}}, state}
+
+      true ->
+        timer_ms = queue_timeout || state.options.queue_timeout
+        Process.send_after(self(), {:queue_timeout, entry.ref}, timer_ms)
+        {:noreply, drain(%{state | queue: :queue.in(entry, state.queue)})}
     end
+  end
+
+  def handle_call({:start_delay, index}, _from, state) do
+    {:reply, backoff(Map.get(state.failures, index, 0)), state}
   end
 
   def handle_call(:info, _from, state) do
@@ -137,14 +168,23 @@ defmodule CompilationBridge.Pool do
         %{index: index, pid: w.pid, os_pid: w.os_pid, busy: w.busy != nil}
       end
 
-    {:reply, %{workers: workers, queued: length(state.queue), sessions: state.sessions}, state}
+    {:reply, %{workers: workers, queued: :queue.len(state.queue), sessions: state.sessions},
+     state}
   end
 
   @impl true
   def handle_cast({:register, index, pid, os_pid}, state) do
     ref = Process.monitor(pid)
     worker = %{pid: pid, os_pid: os_pid, monitor: ref, busy: nil}
-    state = %{state | workers: Map.put(state.workers, index, worker), idle: state.idle ++ [index]}
+
+    state = %{
+      state
+      | workers: Map.put(state.workers, index, worker),
+        idle: :queue.in(index, state.idle),
+        failures: Map.delete(state.failures, index),
+        start_failure: nil
+    }
+
     {:noreply, drain(state)}
   end
 
@@ -152,23 +192,30 @@ defmodule CompilationBridge.Pool do
     case state.workers do
       %{^index => %{pid: ^pid} = worker} ->
         workers = Map.put(state.workers, index, %{worker | busy: nil})
-        {:noreply, drain(%{state | workers: workers, idle: state.idle ++ [index]})}
+        {:noreply, drain(%{state | workers: workers, idle: :queue.in(index, state.idle)})}
 
       _ ->
         {:noreply, state}
     end
   end
 
+  def handle_cast({:start_failed, index, cause}, state) do
+    failures = Map.update(state.failures, index, 1, &(&1 + 1))
+    state = %{state | failures: failures}
+
+    if map_size(state.workers) == 0 do
+      state = note_start_failure(state, cause, backoff(failures[index]))
+      {:noreply, fail_waiting(state, {:no_worker_can_start, cause})}
+    else
+      {:noreply, state}
+    end
+  end
+
   @impl true
   def handle_info({:queue_timeout, ref}, state) do
-    case Enum.split_with(state.queue, &(&1.ref == ref)) do
-      {[entry], rest} ->
-        GenServer.reply(entry.from, {:error, :queue_timeout})
-        {:noreply, %{state | queue: rest}}
-
-      {[], _} ->
-        {:noreply, state}
-    end
+    {timed_out, rest} = :queue.to_list(state.queue) |> Enum.split_with(&(&1.ref == ref))
+    Enum.each(timed_out, &GenServer.reply(&1.from, {:error, :queue_timeout}))
+    {:noreply, %{state | queue: :queue.from_list(rest)}}
   end
 
   def handle_info({:DOWN, ref, :process, _pid, reason}, state) do
@@ -180,6 +227,41 @@ defmodule CompilationBridge.Pool do
 
   def handle_info(_other, state), do: {:noreply, state}
 
+  # ------------------------------------------------------------------------------------ start failures
+
+  defp no_worker_can_start?(state),
+    do: state.start_failure != nil and map_size(state.workers) == 0
+
+  defp backoff(0), do: 0
+
+  defp backoff(failures),
+    do: min(@max_backoff, @first_backoff * Integer.pow(2, min(failures - 1, 10)))
+
+  # Logged when the cause is new or @log_every has passed: one line, however many workers fail.
+  defp note_start_failure(state, cause, delay) do
+    now = System.monotonic_time(:millisecond)
+    last = state.start_failure
+
+    logged_at =
+      if last == nil or last.cause != cause or now - last.logged_at >= @log_every do
+        Logger.error(
+          "compilation-bridge pool #{state.options.name}: no worker can start: #{cause} " <>
+            "(retrying in #{div(delay, 1000)} s; callers are answered with this error meanwhile)"
+        )
+
+        now
+      else
+        last.logged_at
+      end
+
+    %{state | start_failure: %{cause: cause, logged_at: logged_at}}
+  end
+
+  defp fail_waiting(state, reason) do
+    state.queue |> :queue.to_list() |> Enum.each(&GenServer.reply(&1.from, {:error, reason}))
+    %{state | queue: :queue.new()}
+  end
+
   # ------------------------------------------------------------------------------------ scheduling
 
   defp drop_worker(state, index, worker, reason) do
@@ -189,37 +271,50 @@ defmodule CompilationBridge.Pool do
     %{
       state
       | workers: Map.delete(state.workers, index),
-        idle: List.delete(state.idle, index),
+        idle: :queue.delete(index, state.idle),
         sessions: sessions
     }
   end
 
   # Hands queued requests to free workers, oldest first; a request whose session is held by a busy
   # worker keeps its place without blocking the requests behind it.
-  defp drain(%{idle: []} = state), do: state
-
   defp drain(state) do
-    {queue, state} =
-      Enum.reduce(state.queue, {[], state}, fn entry, {kept, state} ->
-        case pick(state, entry) do
-          nil -> {[entry | kept], state}
-          index -> {kept, start(state, entry, index)}
-        end
-      end)
+    if :queue.is_empty(state.idle) or :queue.is_empty(state.queue) do
+      state
+    else
+      {kept, state} =
+        state.queue
+        |> :queue.to_list()
+        |> Enum.reduce({[], state}, fn entry, {kept, state} ->
+          case pick(state, entry) do
+            nil -> {[entry | kept], state}
+            index -> {kept, start(state, entry, index)}
+          end
+        end)
 
-    %{state | queue: Enum.reverse(queue)}
-  end
-
-  defp pick(%{idle: []}, _entry), do: nil
-
-  defp pick(%{options: %{session_affinity: false}} = state, _entry), do: hd(state.idle)
-
-  defp pick(state, entry) do
-    case Map.fetch(state.sessions, entry.session) do
-      {:ok, index} -> if index in state.idle, do: index
-      :error -> if entry.tool == @release_session, do: :nothing_to_release, else: hd(state.idle)
+      %{state | queue: :queue.from_list(Enum.reverse(kept))}
     end
   end
+
+  defp pick(state, entry) do
+    cond do
+      :queue.is_empty(state.idle) -> nil
+      not state.options.session_affinity -> first_idle(state)
+      true -> pick_for_session(state, entry)
+    end
+  end
+
+  defp pick_for_session(state, entry) do
+    case Map.fetch(state.sessions, entry.session) do
+      {:ok, index} ->
+        if :queue.member(index, state.idle), do: index
+
+      :error ->
+        if entry.tool == @release_session, do: :nothing_to_release, else: first_idle(state)
+    end
+  end
+
+  defp first_idle(state), do: :queue.get(state.idle)
 
   # The session's worker was replaced while this release waited: nothing is left to release.
   defp start(state, %{tool: @release_session} = entry, :nothing_to_release) do
@@ -234,7 +329,7 @@ defmodule CompilationBridge.Pool do
     %{
       state
       | workers: Map.put(state.workers, index, %{worker | busy: entry.from}),
-        idle: List.delete(state.idle, index),
+        idle: :queue.delete(index, state.idle),
         sessions: track_session(state.sessions, entry, index, state.options.session_affinity)
     }
   end

@@ -20,9 +20,8 @@ defmodule CompilationBridge.Worker do
 
   alias CompilationBridge.{Frame, Pool}
 
-  # Pause before giving up on a Python that does not start, so that a broken interpreter does not
-  # make the supervisor spin.
-  @startup_backoff 1_000
+  # How long the diagnosis of a Python that did not start may take (one `python -c "import ..."`).
+  @diagnosis_timeout 30_000
 
   @type request :: %{
           id: non_neg_integer(),
@@ -72,11 +71,23 @@ defmodule CompilationBridge.Worker do
       current: nil
     }
 
-    {:ok, state, {:continue, :open}}
+    # After failed starts the pool asks for a pause (growing with each failure), so a broken
+    # interpreter neither makes the supervisor spin nor floods the log.
+    case Pool.start_delay(state.pool, state.index) do
+      0 -> {:ok, state, {:continue, :open}}
+      delay -> {:ok, state, {:continue, {:open_after, delay}}}
+    end
   end
 
   @impl true
-  def handle_continue(:open, state) do
+  def handle_continue({:open_after, delay}, state) do
+    Process.send_after(self(), :open, delay)
+    {:noreply, state}
+  end
+
+  def handle_continue(:open, state), do: open(state)
+
+  defp open(state) do
     with {:ok, port} <- open_port(state.options),
          {:ok, ready} <- await_ready(port, state.options.startup_timeout) do
       # The port's own view of the OS pid: the process we must kill, whatever the frame claims.
@@ -86,16 +97,62 @@ defmodule CompilationBridge.Worker do
       {:noreply, %{state | port: port, os_pid: os_pid, session: session}}
     else
       {:error, reason, port} ->
-        Logger.error("compilation-bridge worker #{state.index} did not start: #{inspect(reason)}")
         abandon(%{state | port: port, os_pid: os_pid_of(port)})
-        Process.sleep(@startup_backoff)
-        {:stop, {:shutdown, {:startup_failed, reason}}, state}
+        start_failed(state, reason)
 
       {:error, reason} ->
-        Logger.error("compilation-bridge worker #{state.index} did not start: #{inspect(reason)}")
-        Process.sleep(@startup_backoff)
-        {:stop, {:shutdown, {:startup_failed, reason}}, state}
+        start_failed(state, reason)
     end
+  end
+
+  # The pool hears why (it answers waiting callers with it, and logs it); the supervisor restarts us.
+  defp start_failed(state, reason) do
+    Pool.start_failed(state.pool, state.index, diagnose(reason, state.options))
+    {:stop, {:shutdown, {:startup_failed, reason}}, state}
+  end
+
+  @doc false
+  # A cause a person can act on: Python's own error where the interpreter ran at all.
+  @spec diagnose(term(), map()) :: String.t()
+  def diagnose({:cannot_spawn, exe, :enoent}, _options), do: "#{exe}: no such executable"
+
+  def diagnose({:cannot_spawn, exe, reason}, _options),
+    do: "cannot run #{exe}: #{inspect(reason)}"
+
+  def diagnose({:exit_status, status}, options) do
+    case python_error(options) do
+      nil -> "the worker exited with status #{status} before it was ready"
+      error -> "the worker exited with status #{status} before it was ready: #{error}"
+    end
+  end
+
+  def diagnose(:startup_timeout, options),
+    do: "the worker was not ready within #{options.startup_timeout} ms"
+
+  def diagnose(other, _options), do: "the worker did not start: #{inspect(other, limit: 20)}"
+
+  # The last line of what the interpreter says when asked to import the worker (a traceback's last
+  # line is the exception), or nil when that import works or the command is not a Python worker.
+  defp python_error(%{command: [exe | args]}) do
+    if "compilation_bridge" in args do
+      task =
+        Task.async(fn ->
+          System.cmd(exe, ["-c", "import compilation_bridge.transport.port"],
+            stderr_to_stdout: true
+          )
+        end)
+
+      case Task.yield(task, @diagnosis_timeout) || Task.shutdown(task, :brutal_kill) do
+        {:ok, {output, status}} when status != 0 -> last_line(output)
+        _ -> nil
+      end
+    end
+  rescue
+    ErlangError -> nil
+  end
+
+  defp last_line(output) do
+    output |> String.split("\n", trim: true) |> List.last()
   end
 
   @impl true
@@ -147,6 +204,7 @@ defmodule CompilationBridge.Worker do
   end
 
   def handle_info({:request_timeout, _stale}, state), do: {:noreply, state}
+  def handle_info(:open, %{port: nil} = state), do: open(state)
   def handle_info({:EXIT, port, _reason}, %{port: port} = state), do: {:noreply, state}
   def handle_info({:EXIT, _pid, reason}, state), do: {:stop, reason, state}
   def handle_info(_other, state), do: {:noreply, state}

@@ -73,6 +73,13 @@ defmodule Snakepit.Error do
   def normalize_public_error(:no_workers_available, metadata),
     do: pool_error("No workers available", Map.put(metadata, :reason, :no_workers_available))
 
+  def normalize_public_error({:no_worker_can_start, cause}, metadata),
+    do:
+      pool_error(
+        "No worker can start: " <> cause,
+        Map.merge(metadata, %{reason: :no_worker_can_start, cause: cause})
+      )
+
   def normalize_public_error({:worker_exit, exit_reason}, metadata) do
     details = metadata |> Map.put(:reason, :worker_exit) |> Map.put(:exit_reason, exit_reason)
     worker_error("Worker process exited", details)
