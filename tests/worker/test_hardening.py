@@ -16,13 +16,13 @@ import grpc
 import pytest
 from tests.worker.conftest import construct, payload
 
-from compilation_bridge.protocol import jsonio
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.protocol.logcontext import correlation_id
 from compilation_bridge.protocol.refs import RefLimits, RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import MAX_SESSION_ID_BYTES
+from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+from compilation_bridge.transport.logcontext import correlation_id
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.server import RunningServer, build_server
 from compilation_bridge.transport.snakepit_client import snakebridge_payload

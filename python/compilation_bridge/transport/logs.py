@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from compilation_bridge.protocol.logcontext import CorrelationFilter
+from compilation_bridge.transport.logcontext import CorrelationFilter
 
 TEXT_FORMAT = "%(asctime)s - [%(threadName)s] - %(name)s - %(levelname)s - [corr=%(corr)s] %(message)s"
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}

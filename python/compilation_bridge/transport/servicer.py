@@ -18,13 +18,13 @@ from typing import Any
 
 import grpc
 
-from compilation_bridge.protocol import jsonio
 from compilation_bridge.protocol.dispatch import Dispatcher, Reply
 from compilation_bridge.protocol.errors import WorkerBusyError, fallback_payload
-from compilation_bridge.protocol.logcontext import correlation_id
 from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
+from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+from compilation_bridge.transport.logcontext import correlation_id
 
 log = logging.getLogger("compilation_bridge.transport")
 
