@@ -100,6 +100,21 @@ def test_refs_returned_by_calls_are_values_too(workers: Workers) -> None:
     assert get(b, member, "name") == "FULL" and get(b, member, "value") == 2
 
 
+def test_a_ref_read_from_another_stays_part_of_it_on_every_worker(workers: Workers) -> None:
+    a, b = workers(), workers()
+    vc = call(a, call_type="class", python_module="vllm.config", **{"class": "VllmConfig"})
+    cc = get(b, vc, "compilation_config")  # made on b, inside b's copy of vc
+    call(a, call_type="set_attr", attr="cache_dir", instance=cc, args=["/tmp/through-the-child"])
+    for worker in (a, b):  # the parent sees the change made through the child, on both workers
+        assert get(worker, get(worker, vc, "compilation_config"), "cache_dir") == "/tmp/through-the-child"
+    pass_config = get(a, cc, "pass_config")  # a grandchild
+    call(b, call_type="set_attr", attr="fuse_norm_quant", instance=pass_config, args=[True])
+    assert get(a, get(a, cc, "pass_config"), "fuse_norm_quant") is True
+    assert method(a, vc, "compute_hash") == method(b, vc, "compute_hash")
+    a.execute("snakebridge.release_ref", payload("S", ref=vc), "w")
+    assert get(b, cc, "cache_dir") == "/tmp/through-the-child"  # the parent gone, the child stands
+
+
 def test_release_ref_and_session_act_on_the_store(workers: Workers) -> None:
     a, b = workers(), workers()
     one, two = construct(a), construct(a)

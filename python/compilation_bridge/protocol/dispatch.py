@@ -34,6 +34,7 @@ STREAM_TOOL = "snakebridge.stream"
 RELEASE_REF_TOOL = "snakebridge.release_ref"
 RELEASE_SESSION_TOOL = "snakebridge.release_session"
 HELPERS_TOOL = "snakebridge.helpers"
+Origin = tuple[str, str]
 STREAM_CALL_TYPES = {None: "function", "function": "function", "dynamic_stream": "dynamic"}
 # Calls that cannot change the refs they name: their refs are not encoded again afterwards (with a shared
 # ref table that is the per-call cost of a change check). Everything else may change an argument or the
@@ -170,7 +171,7 @@ class Dispatcher:
         finally:
             if _may_change_refs(call):
                 self.refs.sync(session, call.used_refs)
-        return self._encoder(session, payload)(result)
+        return self._encoder(session, payload, _origin(call))(result)
 
     def _decode_call(self, call_type: str, payload: dict[str, Any], session: str) -> Call:
         args = payload.get("args")
@@ -194,8 +195,9 @@ class Dispatcher:
         call.used_refs = used
         return call
 
-    def _encoder(self, session: str, payload: dict[str, Any]) -> Any:
-        """encode(result) for this call: non-data objects become refs in the caller's session."""
+    def _encoder(self, session: str, payload: dict[str, Any], origin: Origin | None = None) -> Any:
+        """encode(result) for this call: non-data objects become refs in the caller's session. `origin`:
+        the result is the attribute `origin[1]` of the ref `origin[0]` (a get_attr)."""
         module = payload.get("python_module") or payload.get("module_path") or payload.get("library")
         library = payload.get("library") or (module.split(".")[0] if isinstance(module, str) else None)
 
@@ -203,7 +205,7 @@ class Dispatcher:
             created: list[str] = []
 
             def make_ref(obj: Any, stream_type: str | None) -> dict[str, Any]:
-                ref_id = self.refs.put(session, obj)
+                ref_id = self.refs.put(session, obj, origin if obj is result else None)
                 created.append(ref_id)
                 return wire_ref(ref_id, session, module, library, obj, stream_type)
 
@@ -216,6 +218,13 @@ class Dispatcher:
                 return make_ref(result, None)
 
         return encode
+
+
+def _origin(call: Call) -> Origin | None:
+    """(instance ref id, attribute) of a get_attr: its result lives inside that ref's object."""
+    if call.call_type != "get_attr" or len(call.used_refs) != 1:
+        return None
+    return call.used_refs[0], call.text("attr", "function") or ""
 
 
 def _may_change_refs(call: Call) -> bool:

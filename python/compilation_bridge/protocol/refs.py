@@ -112,7 +112,9 @@ class RefTable:
         self._by_access: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._puts = 0
 
-    def put(self, session_id: str, obj: Any) -> str:
+    def put(self, session_id: str, obj: Any, origin: tuple[str, str] | None = None) -> str:
+        # `origin` (the ref and attribute the object was read from) matters to the shared table only:
+        # here the object simply stays the one inside its parent.
         ref_id = uuid.uuid4().hex
         with self._lock:
             now = self._clock()

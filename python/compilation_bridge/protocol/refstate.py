@@ -74,10 +74,14 @@ def type_name(cls: type) -> str:
 # ---------------------------------------------------------------------------------------------- encode
 
 
-def encode(obj: Any) -> bytes:
-    """The state of `obj` (raises NotStorable when it holds anything this format does not carry)."""
+def encode(obj: Any, alias: tuple[str, str] | None = None) -> bytes:
+    """The state of `obj` (raises NotStorable when it holds anything this format does not carry).
+    `alias`: (parent ref id, attribute) when the object is that attribute of another ref's object."""
+    tree: dict[str, Any] = {"format": FORMAT, "value": _Encoder().value(obj)}
+    if alias is not None:
+        tree["alias"] = list(alias)
     try:
-        return orjson.dumps({"format": FORMAT, "value": _Encoder().value(obj)})
+        return orjson.dumps(tree)
     except NotStorable:
         raise
     except (TypeError, AttributeError) as exc:  # integers beyond 64 bits (orjson), objects without a dict
@@ -158,6 +162,16 @@ def decode(state: bytes) -> Any:
         return _Decoder().value(tree["value"])
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise CorruptState(f"malformed ref state: {type(exc).__name__}: {exc}") from None
+
+
+def alias_of(state: bytes) -> tuple[str, str] | None:
+    """The (parent ref id, attribute) recorded by `encode`, if any."""
+    alias = orjson.loads(state).get("alias")
+    if alias is None:
+        return None
+    if not (isinstance(alias, list) and len(alias) == 2 and all(isinstance(x, str) for x in alias)):
+        raise CorruptState("malformed alias in a ref state")
+    return alias[0], alias[1]
 
 
 class _Decoder:

@@ -14,6 +14,7 @@ written once it is back, and a ref it would have to load fails with `RefStoreUna
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import os
@@ -64,6 +65,10 @@ class _Local:
     state: bytes  # its encoded state (or the marker of an object that cannot be stored)
     storable: bool
     touched: float
+    # (parent ref id, attribute) when the object was read from another ref's object (a get_attr): it is
+    # then served as that attribute of the parent's current copy, so both refs keep sharing one object
+    # on every worker, as they do in the worker that made them.
+    alias: tuple[str, str] | None = None
 
 
 class SharedRefTable:
@@ -92,17 +97,18 @@ class SharedRefTable:
         self._touch_every = min(TOUCH_EVERY_S, ttl / 4) if ttl > 0 else TOUCH_EVERY_S
 
     # ------------------------------------------------------------------------------ the table's API
-    def put(self, session_id: str, obj: Any) -> str:
+    def put(self, session_id: str, obj: Any, origin: tuple[str, str] | None = None) -> str:
         ref_id = uuid.uuid4().hex
         self._check_memory()
         now = self._clock()
         self._maintain(now)
-        state, storable = self._encode(obj)
+        alias = origin if _is_config_object(obj) else None  # other values cannot be changed in place
+        state, storable = self._encode(obj, alias)
         version, evicted = self._create(session_id, ref_id, state)
         with self._lock:
             for old in evicted:
                 self._local.pop((session_id, old), None)
-            self._remember((session_id, ref_id), _Local(obj, version, state, storable, now))
+            self._remember((session_id, ref_id), _Local(obj, version, state, storable, now, alias))
         return ref_id
 
     def get(self, session_id: str, ref_id: str) -> Any:
@@ -119,7 +125,7 @@ class SharedRefTable:
                 return local.obj  # held here: keeps working while the store is away
             if version == local.version:
                 self._touch(key, local, now)
-                return local.obj
+                return self._current(session_id, local)
             if version is None:
                 self._forget(key)
                 raise KeyError(UNKNOWN_REF.format(ref_id))
@@ -185,18 +191,32 @@ class SharedRefTable:
                 f"or was written with another key (every worker sharing {self.store.location} needs the "
                 f"same key file, {self.signer.key_path})"
             )
-        obj = self._decode(ref_id, entry.state)
+        obj, alias = self._decode(ref_id, entry.state)
         # A restore is a use; with a TTL it must count at once. Without one, last-use times only order
         # evictions, and a pool that routes calls at random restores often: that write waits its turn.
         touched = now - self._touch_every if self.limits.ttl_seconds > 0 else now
         with self._lock:
-            self._remember(key, _Local(obj, entry.version, entry.state, True, touched))
-        self._touch(key, self._local[key], now)
-        return obj
+            self._remember(key, local := _Local(obj, entry.version, entry.state, True, touched, alias))
+        self._touch(key, local, now)
+        return self._current(session, local)
 
-    def _decode(self, ref_id: str, state: bytes) -> Any:
+    def _current(self, session: str, local: _Local) -> Any:
+        """The object to serve: an alias is its parent's attribute, as long as that is one like it."""
+        if local.alias is None:
+            return local.obj
+        parent_id, attr = local.alias
         try:
-            return refstate.decode(state)
+            parent = self.get(session, parent_id)
+        except (KeyError, ConnectionError, ValueError, RuntimeError):
+            return local.obj  # the parent is gone or out of reach: the ref's own last state stands
+        current = getattr(parent, attr, None)
+        if type(current) is type(local.obj):
+            local.obj = current
+        return local.obj
+
+    def _decode(self, ref_id: str, state: bytes) -> tuple[Any, tuple[str, str] | None]:
+        try:
+            return refstate.decode(state), refstate.alias_of(state)
         except refstate.HeldElsewhere as exc:
             raise RuntimeError(f"SnakeBridge reference {ref_id} cannot be used here: {exc}") from None
         except refstate.CorruptState as exc:
@@ -206,10 +226,11 @@ class SharedRefTable:
         local = self._local.get(key)
         if local is None or not local.storable:
             return
-        state, local.storable = self._encode(local.obj)
+        state, local.storable = self._encode(local.obj, local.alias)
         if state == local.state:
             return
         local.state = state
+        self._sync_parent(key[0], local)
         if local.version == 0 or key in self._pending:
             return  # written with the rest once the store is back
         try:
@@ -224,6 +245,15 @@ class SharedRefTable:
             self._forget(key)
         else:
             local.version = version
+
+    def _sync_parent(self, session: str, local: _Local) -> None:
+        """A change to an alias is a change to its parent's object too."""
+        if local.alias is None:
+            return
+        parent_key = (session, local.alias[0])
+        parent = self._local.get(parent_key)
+        if parent is not None and getattr(parent.obj, local.alias[1], None) is local.obj:
+            self._sync(parent_key)
 
     def _touch(self, key: Key, local: _Local, now: float) -> None:
         if now - local.touched < self._touch_every:
@@ -299,9 +329,9 @@ class SharedRefTable:
             local.version = self.store.upsert(*key, entry, now)
 
     # ------------------------------------------------------------------------------ local cache
-    def _encode(self, obj: Any) -> tuple[bytes, bool]:
+    def _encode(self, obj: Any, alias: tuple[str, str] | None = None) -> tuple[bytes, bool]:
         try:
-            return refstate.encode(obj), True
+            return refstate.encode(obj, alias), True
         except refstate.NotStorable:
             return refstate.local_only(obj, self.worker), False
 
@@ -336,3 +366,7 @@ class SharedRefTable:
                 f"worker memory {resident >> 20} MiB is above COMPILATION_BRIDGE_MAX_RSS_MB "
                 f"({self.limits.max_rss_bytes >> 20} MiB); release refs or sessions before creating more"
             )
+
+
+def _is_config_object(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
