@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compilation_bridge.protocol import codec, jsonio
+from compilation_bridge.protocol import codec
+from compilation_bridge.transport import jsonio
 
 
 def no_refs(ref: dict[str, Any]) -> Any:
