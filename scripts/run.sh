@@ -11,7 +11,8 @@ echo "run: starting a worker as Snakepit does, then a demo session" >&2
 exec .venv/bin/python - <<'PY'
 import json
 
-from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 worker = WorkerProcess.spawn()  # python/grpc_server.py --adapter ... --port 0 --elixir-address ...
 print(f"worker pid {worker.process.pid} ready on localhost:{worker.port} after {worker.ready_after_s * 1000:.0f} ms")

@@ -1,6 +1,6 @@
 """The bench's markdown table: one row per comparison, ratios computed from the figures given."""
 
-from compilation_bridge.commands.bench_table import markdown
+from compilation_bridge.bench.table import markdown
 
 
 def test_table_rows_and_ratios() -> None:

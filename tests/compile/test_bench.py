@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 
-from compilation_bridge.commands.bench_compile import _interleaved_ms, print_figures, ratios
-from compilation_bridge.commands.bench_table import compile_rows
+from compilation_bridge.bench.compile import _interleaved_ms, print_figures, ratios
+from compilation_bridge.bench.table import compile_rows
 
 
 def _figures() -> dict:

@@ -14,8 +14,8 @@ import msgpack
 import pytest
 
 from compilation_bridge.protocol.dispatch import Dispatcher
+from compilation_bridge.testing.session import snakebridge_payload
 from compilation_bridge.transport.port import HEADER, PortServer, encode_frame
-from compilation_bridge.transport.snakepit_client import snakebridge_payload
 
 
 def frames(data: bytes) -> list[dict[str, Any]]:

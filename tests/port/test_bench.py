@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compilation_bridge.commands import bench_port
+from compilation_bridge.bench import port as bench_port
 
 
 def test_measure_returns_both_sides_and_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:

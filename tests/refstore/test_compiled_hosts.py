@@ -14,7 +14,8 @@ import redis
 from tests.refstore.redisserver import RedisServer
 
 from compilation_bridge.protocol.refsign import KEY_FILE
-from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess, wire_ref
+from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -19,7 +19,8 @@ from tests.refstore.redisserver import RedisServer
 
 from compilation_bridge.protocol.refsign import KEY_FILE
 from compilation_bridge.protocol.sharedrefs import RETRY_EVERY_S
-from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 CALLERS, ROUNDS = 8, 5
 

@@ -9,11 +9,8 @@ from typing import Any
 import pytest
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.transport.snakepit_client import (
-    SnakeBridgeSession,
-    WorkerProcess,
-    snakebridge_payload,
-)
+from compilation_bridge.testing.session import SnakeBridgeSession, snakebridge_payload
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 _sessions = itertools.count(1)
 

@@ -7,12 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from compilation_bridge.transport.snakepit_client import (
-    CallError,
-    SnakeBridgeSession,
-    WorkerProcess,
-    wire_ref,
-)
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession, wire_ref
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -23,15 +23,10 @@ import grpc
 import pytest
 
 from compilation_bridge.protocol.codec import Encoder
+from compilation_bridge.testing.fake_elixir import ElixirBridgeServer
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession, wire_ref
+from compilation_bridge.testing.worker_process import WorkerProcess, launch_script
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
-from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
-from compilation_bridge.transport.snakepit_client import (
-    CallError,
-    SnakeBridgeSession,
-    WorkerProcess,
-    launch_script,
-    wire_ref,
-)
 from compilation_bridge.vllm_config import CompilationConfig, VllmConfig
 
 pytestmark = pytest.mark.timeout(120)
@@ -470,30 +465,8 @@ def test_sigint_exits_zero() -> None:
     assert worker.terminate(signal.SIGINT)[0] == 0
 
 
-class FakeElixir(pb_grpc.BridgeServiceServicer):
-    def __init__(self) -> None:
-        self.beats: list[str] = []
-        self.sessions: list[str] = []
-
-    def InitializeSession(
-        self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
-    ) -> pb.InitializeSessionResponse:
-        self.sessions.append(request.session_id)
-        return pb.InitializeSessionResponse(success=True)
-
-    def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.ServicerContext) -> pb.HeartbeatResponse:
-        self.beats.append(request.session_id)
-        return pb.HeartbeatResponse(session_valid=True)
-
-
 def test_dependent_worker_exits_when_elixir_is_gone() -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    elixir = FakeElixir()
-    server = grpc.server(ThreadPoolExecutor(2))
-    pb_grpc.add_BridgeServiceServicer_to_server(elixir, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
+    elixir = ElixirBridgeServer()
     config = {
         "enabled": True,
         "interval_ms": 100,
@@ -502,16 +475,16 @@ def test_dependent_worker_exits_when_elixir_is_gone() -> None:
         "dependent": True,
     }
     worker = WorkerProcess.spawn(
-        elixir_address=f"127.0.0.1:{port}",
+        elixir_address=elixir.address,
         extra_env={"SNAKEPIT_HEARTBEAT_CONFIG": json.dumps(config)},
         heartbeat_interval_s=None,
     )
     try:
         time.sleep(0.5)
-        assert worker.process.poll() is None and elixir.beats
-        assert worker.session_id in elixir.beats  # heartbeats carry the initialized session
+        assert worker.process.poll() is None and elixir.heartbeats
+        assert worker.session_id in elixir.heartbeats  # heartbeats carry the initialized session
         assert elixir.sessions == [worker.session_id]  # ... which was created in Elixir's store once
-        server.stop(0).wait()
+        elixir.stop()
         assert worker.process.wait(timeout=10) == 0
     finally:
         worker.terminate()

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compilation_bridge.testing.session import STRING_VALUE_URL, SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
-from compilation_bridge.transport.snakepit_client import STRING_VALUE_URL, SnakeBridgeSession, WorkerProcess
 
 pytestmark = pytest.mark.timeout(300)
 

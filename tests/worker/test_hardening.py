@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -19,13 +18,14 @@ from tests.worker.conftest import construct, payload
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.protocol.refs import RefLimits, RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import MAX_SESSION_ID_BYTES
+from compilation_bridge.testing.fake_elixir import ElixirBridgeServer
+from compilation_bridge.testing.session import snakebridge_payload
 from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.logcontext import correlation_id
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.server import RunningServer, build_server
-from compilation_bridge.transport.snakepit_client import snakebridge_payload
 from compilation_bridge.vllm_config import logs as config_logs
 
 LONG_SESSION = "s" * (MAX_SESSION_ID_BYTES + 1)
@@ -126,20 +126,6 @@ def test_grpc_session_rpcs_refuse_over_long_ids(
     assert not cleaned.success
 
 
-class FakeElixir(pb_grpc.BridgeServiceServicer):
-    def __init__(self) -> None:
-        self.sessions: list[str] = []
-        self.beats: list[str] = []
-
-    def InitializeSession(self, request: Any, context: Any) -> pb.InitializeSessionResponse:
-        self.sessions.append(request.session_id)
-        return pb.InitializeSessionResponse(success=True)
-
-    def Heartbeat(self, request: Any, context: Any) -> pb.HeartbeatResponse:
-        self.beats.append(request.session_id)
-        return pb.HeartbeatResponse(session_valid=True)
-
-
 def test_heartbeat_to_elixir_carries_the_workers_own_session() -> None:
     """Elixir initializes the worker's session first; later InitializeSession and tool calls (anyone's)
     never change what the worker's heartbeat sends, nor create sessions in Elixir's store."""
@@ -148,10 +134,7 @@ def test_heartbeat_to_elixir_carries_the_workers_own_session() -> None:
     from compilation_bridge.transport import server as server_module
     from compilation_bridge.transport.options import HeartbeatConfig
 
-    elixir, elixir_server = FakeElixir(), grpc.server(ThreadPoolExecutor(2))
-    pb_grpc.add_BridgeServiceServicer_to_server(elixir, elixir_server)
-    elixir_port = elixir_server.add_insecure_port("127.0.0.1:0")
-    elixir_server.start()
+    elixir = ElixirBridgeServer()
     worker = build_server(ServeOptions())
     stop = threading.Event()
     try:
@@ -164,7 +147,7 @@ def test_heartbeat_to_elixir_carries_the_workers_own_session() -> None:
                 tool_request(config_call(f"payload-{n}"), session_id=f"req-{n}"), timeout=10
             )
         options = ServeOptions(
-            elixir_address=f"127.0.0.1:{elixir_port}",
+            elixir_address=elixir.address,
             heartbeat=HeartbeatConfig(interval_ms=20, timeout_ms=2000),
         )
         client = server_module._start_heartbeat(options, worker.servicer, stop)
@@ -174,8 +157,8 @@ def test_heartbeat_to_elixir_carries_the_workers_own_session() -> None:
         channel.close()
     finally:
         worker.stop(0)
-        elixir_server.stop(0).wait()
-    assert elixir.beats and set(elixir.beats) == {"session_1_1"}
+        elixir.stop()
+    assert elixir.heartbeats and set(elixir.heartbeats) == {"session_1_1"}
     assert elixir.sessions == ["session_1_1"]
 
 

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from compilation_bridge.testing.session import snakebridge_payload
 from compilation_bridge.transport import logs
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.server import build_server
-from compilation_bridge.transport.snakepit_client import snakebridge_payload
 
 
 @pytest.fixture

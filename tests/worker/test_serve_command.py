@@ -12,9 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
-from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -5,8 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
-from compilation_bridge.transport.snakepit_client import WorkerProcess
 
 LAUNCHER = Path(__file__).resolve().parents[2] / "scripts" / "snakepit-python"
 

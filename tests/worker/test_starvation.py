@@ -13,8 +13,9 @@ import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
-from compilation_bridge.transport.snakepit_client import CallError, SnakeBridgeSession, WorkerProcess
 
 # A liveness deadline, not a performance figure: a starved server never answers at all.
 ANSWERED_WITHIN_S = 5

@@ -18,10 +18,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from compilation_bridge.compile.inductor_options import checked_inductor_options
-from compilation_bridge.vllm_config import CompilationConfig, CompilationMode, CUDAGraphMode, Range
+from compilation_bridge.vllm_config import (
+    CompilationConfig,
+    CompilationMode,
+    CUDAGraphMode,
+    Range,
+    VllmConfig,
+)
 
 MAX_TOKENS_CAP = 2**24
 DEFAULT_MAX_NUM_TOKENS = 2048  # vLLM's default max_num_batched_tokens without a model
@@ -29,8 +35,8 @@ DEFAULT_MAX_NUM_TOKENS = 2048  # vLLM's default max_num_batched_tokens without a
 
 @dataclasses.dataclass
 class CompilePlan:
-    compilation_config: Any  # the live CompilationConfig
-    vllm_config: Any | None  # the live VllmConfig, when one was given
+    compilation_config: CompilationConfig  # the live config, compiled as it stands
+    vllm_config: VllmConfig | None  # the live VllmConfig, when one was given
     mode: CompilationMode
     backend: str
     splitting_ops: list[str]
@@ -68,11 +74,11 @@ class CompilePlan:
         }
 
 
-def is_vllm_config(config: Any) -> bool:
+def is_vllm_config(config: object) -> TypeGuard[VllmConfig]:
     return hasattr(config, "compilation_config") and hasattr(config, "scheduler_config")
 
 
-def make_plan(config: Any, max_num_tokens: int | None = None) -> CompilePlan:
+def make_plan(config: CompilationConfig | VllmConfig, max_num_tokens: int | None = None) -> CompilePlan:
     if is_vllm_config(config):
         return _plan_for_vllm_config(config, max_num_tokens)
     if isinstance(config, CompilationConfig):
@@ -80,7 +86,7 @@ def make_plan(config: Any, max_num_tokens: int | None = None) -> CompilePlan:
     raise TypeError(f"compile_model needs a CompilationConfig or a VllmConfig, got {type(config).__name__}")
 
 
-def _check_mode(cc: Any) -> CompilationMode:
+def _check_mode(cc: CompilationConfig) -> CompilationMode:
     if cc.mode is None:
         # vLLM's TorchCompileWithNoGuardsWrapper refuses a None mode with this message.
         raise RuntimeError(
@@ -90,7 +96,7 @@ def _check_mode(cc: Any) -> CompilationMode:
     return CompilationMode(cc.mode)
 
 
-def _defaulted_custom_ops(cc: Any, mode: CompilationMode) -> list[str]:
+def _defaulted_custom_ops(cc: CompilationConfig, mode: CompilationMode) -> list[str]:
     ops = list(cc.custom_ops)
     if "all" not in ops and "none" not in ops:
         # as VllmConfig.__post_init__: Inductor compiles the native paths, so custom kernels default off
@@ -106,7 +112,7 @@ def _check_max(max_num_tokens: int) -> int:
     return max_num_tokens
 
 
-def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> CompilePlan:
+def _plan_for_compilation_config(cc: CompilationConfig, max_num_tokens: int | None) -> CompilePlan:
     mode = _check_mode(cc)
     max_tokens = _check_max(DEFAULT_MAX_NUM_TOKENS if max_num_tokens is None else max_num_tokens)
     cudagraph_mode = cc.cudagraph_mode if cc.cudagraph_mode is not None else CUDAGraphMode.NONE
@@ -144,7 +150,7 @@ def _plan_for_compilation_config(cc: Any, max_num_tokens: int | None) -> Compile
 
 
 def _splitting_ops_for_v1(
-    cc: Any, mode: CompilationMode, cudagraph_mode: CUDAGraphMode
+    cc: CompilationConfig, mode: CompilationMode, cudagraph_mode: CUDAGraphMode
 ) -> tuple[list[str], CUDAGraphMode]:
     """vLLM's `CompilationConfig.set_splitting_ops_for_v1` itself, run on a scratch copy: the config given is
     compiled as it stands and never written to."""
@@ -167,7 +173,7 @@ def _cudagraph_sizes(cc: CompilationConfig, capture: list[int]) -> tuple[list[in
     return expanded, list(scratch.bs_to_padded_graph_size or [0])
 
 
-def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> CompilePlan:
+def _plan_for_vllm_config(vllm_config: VllmConfig, max_num_tokens: int | None) -> CompilePlan:
     cc = vllm_config.compilation_config
     mode = _check_mode(cc)
     configured = vllm_config.scheduler_config.max_num_batched_tokens
@@ -192,7 +198,9 @@ def _plan_for_vllm_config(vllm_config: Any, max_num_tokens: int | None) -> Compi
         splitting_ops=list(cc.splitting_ops or []),
         custom_ops=_defaulted_custom_ops(cc, mode),
         compile_ranges=cc.get_compile_ranges(),
-        compile_sizes=None if sizes is None else list(sizes),
+        compile_sizes=None
+        if sizes is None
+        else [x for x in sizes if isinstance(x, int)],  # no str: see above
         max_num_tokens=_check_max(configured),
         cudagraph_mode=cc.cudagraph_mode if cc.cudagraph_mode is not None else CUDAGraphMode.NONE,
         cudagraph_capture_sizes=sorted(cc.cudagraph_capture_sizes or []),

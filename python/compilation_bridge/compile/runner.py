@@ -368,7 +368,8 @@ def compile_model(
         backend.prepare()  # every path is checked now, before anything is traced or written
         target = backend
     elif plan.mode != CompilationMode.NONE:
-        target = cc.init_backend(plan.vllm_config)
+        # Modes 1 and 2 never read the VllmConfig; a bare CompilationConfig passes None, as vLLM allows.
+        target = cc.init_backend(plan.vllm_config)  # type: ignore[arg-type]
         if target == "inductor":
             check_inductor_cache_dir()
     forward: CompiledForward | warm.LoadedForward | None = None

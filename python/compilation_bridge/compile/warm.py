@@ -25,26 +25,51 @@ import platform
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 import torch.fx as fx
 from torch import nn
 
 from compilation_bridge.compile import aot, progress
+from compilation_bridge.compile.compiler import CompilerManager
 from compilation_bridge.compile.counters import CompilationCounter, bump
-from compilation_bridge.compile.piecewise import PiecewiseBackend
+from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend
+from compilation_bridge.compile.plan import CompilePlan
 from compilation_bridge.compile.split import SplitItem
 from compilation_bridge.vllm_config import Range
-
-if TYPE_CHECKING:
-    from compilation_bridge.compile.backend import VllmBackend
 
 logger = logging.getLogger(__name__)
 
 BUNDLE_FORMAT = 1
 MANIFEST = "warm_start.json"
 PAYLOAD = "warm_start.pkl"
+
+
+class Bundled(Protocol):
+    """What a bundle is saved from and loaded into: the backend (compile/backend.py's `VllmBackend`),
+    named by the state this module reads and sets, so that this module does not import its caller."""
+
+    plan: CompilePlan
+    compiler_manager: CompilerManager
+    counter: CompilationCounter
+    hashes: dict[str, Any]
+    local_cache_dir: str
+    disable_cache: bool
+    cache_status: str
+    called: bool
+    warm_start: WarmStart
+    split_gm: fx.GraphModule
+    piecewise_graphs: list[SplitItem]
+    piecewise_backends: list[PiecewiseBackend]
+    aot_inputs: list[Any] | None
+    aot_output: str | None
+    aot_input_meta: list[list[Any]] | None
+    aot_error: str | None
+
+    def piece_context(self) -> PieceContext: ...
+
+    def install_piece(self, split_gm: nn.Module, name: str, piece: PiecewiseBackend) -> None: ...
 
 
 class Unavailable(Exception):
@@ -108,7 +133,7 @@ def output_structure(forward_out: Any, graph_out: Any) -> str:
 # -- saving -----------------------------------------------------------------------------------------
 
 
-def _clean_split_graph(backend: VllmBackend) -> fx.GraphModule:
+def _clean_split_graph(backend: Bundled) -> fx.GraphModule:
     """The split graph with its own FX submodules (the live one holds PiecewiseBackends)."""
     gm = backend.split_gm
     graph = fx.Graph()
@@ -116,7 +141,7 @@ def _clean_split_graph(backend: VllmBackend) -> fx.GraphModule:
     return fx.GraphModule(dict(gm.named_children()), graph)
 
 
-def _artifact_bytes(backend: VllmBackend, piece: PiecewiseBackend) -> dict[str, bytes]:
+def _artifact_bytes(backend: Bundled, piece: PiecewiseBackend) -> dict[str, bytes]:
     manager = backend.compiler_manager
     out = {}
     for compile_range in piece.range_entries:
@@ -137,12 +162,12 @@ def _range_key(compile_range: Range) -> str:
     return f"{compile_range.start}_{compile_range.end}"
 
 
-def _guards(backend: VllmBackend) -> str:
+def _guards(backend: Bundled) -> str:
     shapes = backend.plan.compilation_config.dynamic_shapes_config
     return "shape guards kept" if shapes is not None and shapes.evaluate_guards else "dropped"
 
 
-def save(backend: VllmBackend) -> None:
+def save(backend: Bundled) -> None:
     """Write the bundle (once every range and size is compiled); failures are logged, never raised."""
     state = backend.warm_start
     try:
@@ -155,7 +180,7 @@ def save(backend: VllmBackend) -> None:
         logger.warning("warm-start bundle not written: %s", e)
 
 
-def _check_saveable(backend: VllmBackend) -> None:
+def _check_saveable(backend: Bundled) -> None:
     """Raise `Unavailable` when this backend's result cannot be replayed without Dynamo."""
     if backend.disable_cache:
         raise Unavailable("the compile cache is off")
@@ -169,7 +194,7 @@ def _check_saveable(backend: VllmBackend) -> None:
         raise Unavailable("the trace recorded no input sources or output structure")
 
 
-def _save(backend: VllmBackend) -> None:
+def _save(backend: Bundled) -> None:
     _check_saveable(backend)
     artifacts = {p.piecewise_compile_index: _artifact_bytes(backend, p) for p in backend.piecewise_backends}
     payload = pickle.dumps(
@@ -259,7 +284,7 @@ def read_manifest(local: Path) -> dict[str, Any]:
         raise Unavailable(f"bundle manifest unreadable: {e}") from e
 
 
-def check_manifest(manifest: dict[str, Any], backend: VllmBackend, example_args: tuple[Any, ...]) -> None:
+def check_manifest(manifest: dict[str, Any], backend: Bundled, example_args: tuple[Any, ...]) -> None:
     """Everything the bundle was made for must be what this process has; else say what differs."""
     if manifest.get("format") != BUNDLE_FORMAT:
         raise Unavailable(f"bundle format {manifest.get('format')!r}, this worker reads {BUNDLE_FORMAT}")
@@ -342,7 +367,7 @@ def _slots(inputs: list[Any], module: nn.Module) -> tuple[list[Any], list[Any]]:
     return template, slots
 
 
-def _install_pieces(backend: VllmBackend, manifest: dict[str, Any], payload: dict[str, Any]) -> None:
+def _install_pieces(backend: Bundled, manifest: dict[str, Any], payload: dict[str, Any]) -> None:
     gm: fx.GraphModule = payload["graph"]
     records = manifest["pieces"]
     for record in records:
@@ -374,7 +399,7 @@ def _install_pieces(backend: VllmBackend, manifest: dict[str, Any], payload: dic
 
 
 def _load_piece(
-    backend: VllmBackend, graph: fx.GraphModule, artifacts: dict[str, bytes], compile_range: Range
+    backend: Bundled, graph: fx.GraphModule, artifacts: dict[str, bytes], compile_range: Range
 ) -> Any:
     compiler = backend.compiler_manager.compiler
     # as vLLM (and today's path): a piece obtained from a cache counts as a backend compilation
@@ -386,7 +411,7 @@ def _load_piece(
     return loaded
 
 
-def load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, ...]) -> LoadedForward:
+def load(backend: Bundled, module: nn.Module, example_args: tuple[Any, ...]) -> LoadedForward:
     """The forward from the bundle in the backend's cache directory, or `Unavailable` with the reason."""
     if backend.disable_cache:
         raise Unavailable(f"the compile cache is off ({backend.cache_status})")
@@ -402,7 +427,7 @@ def load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, ...])
     return LoadedForward(backend.split_gm, template, slots, manifest["output"] == "single")
 
 
-def try_load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, ...]) -> LoadedForward | None:
+def try_load(backend: Bundled, module: nn.Module, example_args: tuple[Any, ...]) -> LoadedForward | None:
     """`load`, with every failure turned into the reason `report()` gives and today's path taken."""
     state = backend.warm_start
     start = time.perf_counter()
@@ -421,7 +446,7 @@ def try_load(backend: VllmBackend, module: nn.Module, example_args: tuple[Any, .
     return forward
 
 
-def _reset(backend: VllmBackend, counts_before: CompilationCounter) -> None:
+def _reset(backend: Bundled, counts_before: CompilationCounter) -> None:
     """Forget a half-installed bundle, so that today's path starts from nothing."""
     backend.piecewise_backends = []
     backend.piecewise_graphs = []

@@ -19,6 +19,7 @@ from compilation_bridge.protocol.errors import (
     error_payload,
     fallback_payload,
 )
+from compilation_bridge.protocol.refcompiled import recording
 from compilation_bridge.protocol.refs import RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import check_session_id
 from compilation_bridge.protocol.sharedrefs import SharedRefTable
@@ -88,7 +89,8 @@ def session_of(payload: dict[str, Any], request_session_id: str) -> str:
 
 class Dispatcher:
     def __init__(self, surface: Surface | None = None, refs: RefTable | SharedRefTable | None = None) -> None:
-        self.surface = surface or default_surface()
+        # compile_model records what each model was built from, for the ref store (refcompiled.py)
+        self.surface = surface or default_surface(wrap_compile=recording)
         self.refs = refs or RefTable()
 
     # ---------------------------------------------------------------------------------- entry points

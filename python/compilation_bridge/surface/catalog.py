@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from compilation_bridge.settings import env_flag
-from compilation_bridge.surface import testing
 from compilation_bridge.surface.registry import ExposedModule, ExposedType, Surface
+
+FunctionWrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 log = logging.getLogger("compilation_bridge.surface")
 
@@ -140,12 +141,16 @@ def _config_types() -> Iterable[ExposedType]:
             yield ExposedType(cls)
 
 
-def _compile_loader() -> dict[str, Any]:
-    from compilation_bridge.protocol.refcompiled import recording
+def _compile_loader(wrap_compile: FunctionWrapper) -> Callable[[], dict[str, Any]]:
+    def load() -> dict[str, Any]:
+        module = importlib.import_module(COMPILE_PACKAGE)  # imports torch: only when a call needs it
+        return {"compile_model": wrap_compile(module.compile_model)}
 
-    module = importlib.import_module(COMPILE_PACKAGE)  # imports torch: only when a call needs it
-    # Recording what each model was built from lets another worker rebuild it from the ref store.
-    return {"compile_model": recording(module.compile_model)}
+    return load
+
+
+def _unwrapped(function: Callable[..., Any]) -> Callable[..., Any]:
+    return function
 
 
 def _compile_progress() -> Any:
@@ -179,13 +184,22 @@ def check_size_value(field: str, value: Any) -> None:
         check_size(field, value)
 
 
-def _testing_loader() -> dict[str, Any]:
-    from compilation_bridge.surface import testing
+# The conformance suite's long-running calls (compilation_bridge/testing/hooks.py), exposed under the
+# testing package's name only when the operator switches them on at start-up; never in production.
+TEST_HOOKS_MODULE = "compilation_bridge.testing"
+TEST_HOOKS_ENV = "COMPILATION_BRIDGE_TEST_HOOKS"
 
-    return {"sleep": testing.sleep, "spin": testing.spin, "count": testing.count}
+
+def _test_hooks_loader() -> dict[str, Any]:
+    from compilation_bridge.testing import hooks
+
+    return {"sleep": hooks.sleep, "spin": hooks.spin, "count": hooks.count}
 
 
-def default_surface() -> Surface:
+def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:
+    """The worker's surface. `wrap_compile` wraps `compile_model` when it loads: the protocol layer
+    passes its recorder, so that another worker can rebuild a compiled model from the ref store
+    (protocol/refcompiled.py) without this layer importing the protocol above it."""
     modules = [
         ExposedModule(
             name,
@@ -200,15 +214,15 @@ def default_surface() -> Surface:
     modules.append(
         ExposedModule(
             COMPILE_PACKAGE,
-            _compile_loader,
+            _compile_loader(wrap_compile),
             _compile_types,
             progress=progress,
             warm=_compile_warm,
             implements=COMPILE_PACKAGE,
         )
     )
-    if env_flag(testing.ENV):  # see surface/testing.py
-        modules.append(ExposedModule(testing.MODULE, _testing_loader))
+    if env_flag(TEST_HOOKS_ENV):
+        modules.append(ExposedModule(TEST_HOOKS_MODULE, _test_hooks_loader))
     return Surface(modules, value_check=check_size_value)
 
 

@@ -179,7 +179,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         )
 
     def _run_tool(self, request: pb.ExecuteToolRequest) -> Reply:
-        if not self._calls.acquire(blocking=False):
+        if not self._calls.acquire():
             busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
             return self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
         try:
@@ -235,7 +235,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.ToolChunk]:
         token = correlation_id.set(_correlation(request, context))
-        if not self._calls.acquire(blocking=False):
+        if not self._calls.acquire():
             correlation_id.reset(token)
             busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
             self._abort(
@@ -278,7 +278,8 @@ class _Slots:
         self._used = 0
         self._lock = threading.Lock()
 
-    def acquire(self, blocking: bool = False) -> bool:
+    def acquire(self) -> bool:
+        """Take a slot if one is free; never waits."""
         with self._lock:
             if self._used >= self._limit:
                 return False

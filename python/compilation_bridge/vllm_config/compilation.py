@@ -27,7 +27,7 @@ from compilation_bridge.vllm_config.env import env_with_choices
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 from compilation_bridge.vllm_config.inductor_pass import CallableInductorPass, InductorPass
 from compilation_bridge.vllm_config.limits import check_size, check_sizes
-from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
+from compilation_bridge.vllm_config.logs import logger, warning_once
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.platforms import current_platform
 from compilation_bridge.vllm_config.range import Range
@@ -793,4 +793,4 @@ def _type_adapter() -> TypeAdapter[CompilationConfig]:
     return TypeAdapter(CompilationConfig)
 
 
-__all__ = ["CompilationConfig", "Range", "info_once", "set_vllm_backend_factory"]
+__all__ = ["CompilationConfig", "set_vllm_backend_factory"]

@@ -1,4 +1,4 @@
-"""Test-only exposed functions, registered only when COMPILATION_BRIDGE_TEST_HOOKS=1 at start-up.
+"""Test-only functions a worker exposes as `compilation_bridge.testing` when COMPILATION_BRIDGE_TEST_HOOKS=1.
 
 The conformance suite needs calls that run long (to check heartbeats and SIGTERM during a call)
 without compiling a model. Never set the variable in production: these functions exist only to burn
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-MODULE = "compilation_bridge.testing"
-ENV = "COMPILATION_BRIDGE_TEST_HOOKS"
 MAX_SECONDS = 60.0
 
 

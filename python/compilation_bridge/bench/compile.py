@@ -9,7 +9,7 @@ forwards alternately (medians of N after a warm-up). A worker is also timed answ
 20 ms while it compiles the model cold and while a second worker loads it warm. Figures are printed,
 never asserted: this is a benchmark, not a test.
 
-    python -m compilation_bridge.commands.bench_compile --tokens 4,16,64 --threads 1
+    python -m compilation_bridge.bench.compile --tokens 4,16,64 --threads 1
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ import tempfile
 import threading
 import time
 from typing import Any, TextIO
+
+from compilation_bridge.bench.stats import percentile
+from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
+from compilation_bridge.testing.worker_process import WorkerProcess
 
 DEFAULT_CONFIG = {"mode": 3, "backend": "inductor"}
 DEFAULT_OPTIONS = {"hidden_size": 256, "num_layers": 4}
@@ -129,7 +133,7 @@ def _interleaved_ms(first: Any, second: Any, repeats: int) -> tuple[float, float
 def _spawn(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "compilation_bridge.commands.bench_compile", "--child", json.dumps(spec)],
+        [sys.executable, "-m", "compilation_bridge.bench.compile", "--child", json.dumps(spec)],
         capture_output=True,
         text=True,
         env=env,
@@ -140,11 +144,6 @@ def _spawn(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["process_s"] = time.perf_counter() - start
     return result
-
-
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def _beat_while(worker: Any, work: Any) -> dict[str, Any]:
@@ -167,16 +166,14 @@ def _beat_while(worker: Any, work: Any) -> dict[str, Any]:
         return {"beats": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
     return {
         "beats": len(latencies),
-        "p50_ms": _percentile(latencies, 0.5),
-        "p99_ms": _percentile(latencies, 0.99),
+        "p50_ms": percentile(latencies, 0.5),
+        "p99_ms": percentile(latencies, 0.99),
         "max_ms": max(latencies),
     }
 
 
 def heartbeats_during_compile(spec: dict[str, Any], env: dict[str, str]) -> dict[str, Any]:
     """A worker compiles the model cold while Heartbeat is timed; a second worker then loads it warm."""
-    from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess, wire_ref
-
     out = {}
     for phase in ("cold_compile", "warm_load"):
         worker = WorkerProcess.spawn(heartbeat_interval_s=None, extra_env=env, ready_timeout_s=60)

@@ -29,9 +29,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess, wire_ref
+from compilation_bridge.bench import workload
+from compilation_bridge.bench.stats import percentile
+from compilation_bridge.bench.workload import STEPS
+from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
+from compilation_bridge.testing.worker_process import WorkerProcess
 
-STEPS = ("construct", "get_attr", "compute_hash", "release_ref")
 TARGET_RATIO = 1.1
 
 
@@ -69,11 +72,6 @@ def _wait_port(port: int) -> None:
     raise RuntimeError("redis-server did not start")
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def _session(worker: WorkerProcess, session_id: str) -> SnakeBridgeSession:
     return SnakeBridgeSession(worker.stub, worker.session_id, session_id, timeout_s=60)
 
@@ -88,14 +86,18 @@ def _same(session: SnakeBridgeSession) -> SnakeBridgeSession:
     return session
 
 
-def workload(on: Callable[[], SnakeBridgeSession]) -> list[float]:
+def round_trip(on: Callable[[], SnakeBridgeSession]) -> list[float]:
     """One iteration of the standard workload, each call on `on()`; the four call times."""
-    took, ref = _timed(lambda: on().call_class("vllm.config", "CompilationConfig", [None, None, None]))
+    session = on()
+    took, ref = _timed(lambda: session.execute(*workload.construct(session.session_id)))
     times = [took]
-    times.append(_timed(lambda: on().get_attr(ref, "mode"))[0])
-    times.append(_timed(lambda: on().call_method(ref, "compute_hash"))[0])
-    times.append(_timed(lambda: on().release_ref(ref))[0])
+    for tool, payload in workload.on_ref(session.session_id, ref):
+        times.append(_timed(functools.partial(_execute, on(), tool, payload))[0])
     return times
+
+
+def _execute(session: SnakeBridgeSession, tool: str, payload: dict[str, Any]) -> Any:
+    return session.execute(tool, payload)
 
 
 # ---------------------------------------------------------------------------------------- per call
@@ -129,7 +131,7 @@ def _interleaved(
     samples: dict[str, list[list[float]]] = {name: [] for name in workers}
     for n in range(warmup + iterations):
         for name, session in sessions.items():
-            times = workload(functools.partial(_same, session))
+            times = round_trip(functools.partial(_same, session))
             if n >= warmup:
                 samples[name].append(times)
     return samples
@@ -140,11 +142,9 @@ def _per_call_figures(samples: dict[str, list[list[float]]], iterations: int) ->
     for name, rows in samples.items():
         every = [t for row in rows for t in row]
         figures[name] = {
-            "p50_us": _percentile(every, 0.5) * 1e6,
+            "p50_us": percentile(every, 0.5) * 1e6,
             "calls_per_s": len(every) / sum(every),
-            **{
-                f"{step}_p50_us": _percentile([r[i] for r in rows], 0.5) * 1e6 for i, step in enumerate(STEPS)
-            },
+            **{f"{step}_p50_us": percentile([r[i] for r in rows], 0.5) * 1e6 for i, step in enumerate(STEPS)},
         }
     off = figures["off"]
     for name in samples:
@@ -180,7 +180,7 @@ def _drive(workers: list[WorkerProcess], clients: int, seconds: float) -> float:
     def client(index: int) -> None:
         sessions = [_session(worker, f"bench_pool_{index}") for worker in workers]
         while time.monotonic() < deadline:
-            workload(lambda: random.choice(sessions))
+            round_trip(lambda: random.choice(sessions))
             counts[index] += len(STEPS)
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]

@@ -1,8 +1,9 @@
-"""A client that behaves like Snakepit 0.13 + SnakeBridge 0.16, for conformance tests, `bench` and demos.
+"""A worker spawned and supervised exactly as Snakepit 0.13's GRPCWorker does it.
 
-`WorkerProcess.spawn` starts a worker exactly as Snakepit's GRPCWorker does (argv, environment, cwd,
-ready file, `Ping("connection_test")`, `InitializeSession`, a heartbeat every 2 s); `SnakeBridgeSession`
-builds exactly the payloads SnakeBridge's runtime sends (docs/wire.md#tools), decodes replies as Elixir does.
+Argv, environment, cwd and ready file (docs/wire.md#launch-arguments, #environment, #ready-file), then
+`Ping("connection_test")`, `InitializeSession` and a heartbeat every 2 s; `terminate` signals the process
+group and escalates to SIGKILL after 6 s, as Snakepit does. When no Elixir address is given, a fake
+Elixir side (`fake_elixir`) is started for the worker to call back.
 """
 
 from __future__ import annotations
@@ -15,20 +16,18 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import grpc
 
+from compilation_bridge.testing.fake_elixir import ElixirBridgeServer
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 
 SCRIPT = Path(__file__).resolve().parents[2] / "grpc_server.py"  # in a checkout: python/grpc_server.py
 LAUNCHER = "from compilation_bridge.transport.launch import main\nraise SystemExit(main())\n"
-STRING_VALUE_URL = "type.googleapis.com/google.protobuf.StringValue"
 SNAKEBRIDGE_ADAPTER = "snakebridge_adapter.SnakeBridgeAdapter"
 HEARTBEAT_CONFIG = {
     "enabled": True,
@@ -79,42 +78,6 @@ def snakepit_env(ready_file: str, extra: dict[str, str] | None = None) -> dict[s
     )
     env.update(extra or {})
     return env
-
-
-class ElixirBridgeServer(pb_grpc.BridgeServiceServicer):
-    """The part of Snakepit's Elixir BridgeServer a worker talks to: Ping, sessions and Heartbeat."""
-
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.sessions: set[str] = set()
-        self.heartbeats: list[str] = []
-        self.server = grpc.server(ThreadPoolExecutor(max_workers=4, thread_name_prefix="fake-elixir"))
-        pb_grpc.add_BridgeServiceServicer_to_server(self, self.server)
-        self.port = self.server.add_insecure_port("127.0.0.1:0")
-        self.server.start()
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.stop(0).wait(2)
-
-    def Ping(self, request: pb.PingRequest, context: grpc.ServicerContext) -> pb.PingResponse:
-        return pb.PingResponse(message=f"pong: {request.message}")
-
-    def InitializeSession(
-        self, request: pb.InitializeSessionRequest, context: grpc.ServicerContext
-    ) -> pb.InitializeSessionResponse:
-        self.sessions.add(request.session_id)
-        return pb.InitializeSessionResponse(success=True)
-
-    def Heartbeat(self, request: pb.HeartbeatRequest, context: grpc.ServicerContext) -> pb.HeartbeatResponse:
-        self.heartbeats.append(request.session_id)
-        response = pb.HeartbeatResponse(session_valid=request.session_id in self.sessions)
-        response.server_time.GetCurrentTime()
-        return response
 
 
 @dataclass
@@ -182,7 +145,7 @@ class WorkerProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        port = _wait_ready(process, ready_file, ready_timeout_s)
+        port = wait_ready(process, ready_file, ready_timeout_s)
         worker = cls(
             process, port, f"session_{time.monotonic_ns() % 10000}_{time.time_ns() // 1000}", log_path
         )
@@ -263,7 +226,8 @@ class WorkerProcess:
         return Path(self.log_path).read_text(errors="replace")
 
 
-def _wait_ready(process: subprocess.Popen[bytes], ready_file: str, timeout_s: float) -> int:
+def wait_ready(process: subprocess.Popen[bytes], ready_file: str, timeout_s: float) -> int:
+    """The port a process wrote to its ready file (the file is then removed), as Snakepit waits for it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -278,141 +242,3 @@ def _wait_ready(process: subprocess.Popen[bytes], ready_file: str, timeout_s: fl
         time.sleep(0.005)
     process.kill()
     raise TimeoutError(f"worker not ready after {timeout_s} s")
-
-
-# ------------------------------------------------------------------------------------ SnakeBridge side
-
-
-def wire_ref(ref: dict[str, Any]) -> dict[str, Any]:
-    """A ref as SnakeBridge sends it back (`SnakeBridge.Ref.to_wire_format/1`: no type_name)."""
-    keys = ("id", "session_id", "python_module", "library")
-    return {"__type__": "ref", "__schema__": 1, **{k: ref[k] for k in keys if ref.get(k) is not None}}
-
-
-class CallError(Exception):
-    """A `success=false` reply; `.error` is the decoded error payload."""
-
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(f"{error.get('type')}: {error.get('message')}")
-        self.error = error
-
-
-def snakebridge_payload(
-    session_id: str, python_module: str = "vllm.config", library: str = "vllm", **fields: Any
-) -> dict[str, Any]:
-    """The fields SnakeBridge 0.16's runtime puts in every `snakebridge.call` payload, plus `fields`."""
-    payload: dict[str, Any] = {
-        "protocol_version": 1,
-        "min_supported_version": 1,
-        "library": library,
-        "python_module": python_module,
-        "args": [],
-        "kwargs": {},
-        "idempotent": False,
-        "session_id": session_id,
-    }
-    payload.update(fields)
-    return payload
-
-
-class SnakeBridgeSession:
-    """SnakeBridge.Runtime for one session, over one worker's stub."""
-
-    def __init__(
-        self,
-        stub: pb_grpc.BridgeServiceStub,
-        worker_session: str,
-        session_id: str | None = None,
-        library: str = "vllm",
-        timeout_s: float = 598.8,
-    ) -> None:
-        self.stub = stub
-        self.worker_session = worker_session
-        self.session_id = session_id or f"auto_<0.{os.getpid() % 1000}.0>_{int(time.time() * 1000)}"
-        self.library = library
-        self.timeout_s = timeout_s
-
-    # requests ---------------------------------------------------------------------------------
-    def request(self, tool: str, payload: dict[str, Any]) -> pb.ExecuteToolRequest:
-        return pb.ExecuteToolRequest(
-            session_id=self.worker_session,
-            tool_name=tool,
-            parameters={
-                key: {"type_url": STRING_VALUE_URL, "value": json.dumps(value).encode()}
-                for key, value in payload.items()
-            },
-            metadata={"correlation_id": uuid.uuid4().hex},
-        )
-
-    def execute(self, tool: str, payload: dict[str, Any]) -> Any:
-        response = self.stub.ExecuteTool(self.request(tool, payload), timeout=self.timeout_s)
-        if not response.success:
-            raise CallError(json.loads(response.error_message))
-        return json.loads(response.result.value) if response.HasField("result") else None
-
-    def stream(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
-        """`SnakeBridge.Runtime.stream`: every chunk, decoded like Snakepit's `build_payload`."""
-        request = self.request("snakebridge.stream", payload)
-        request.stream = True
-        chunks = []
-        for chunk in self.stub.ExecuteStreamingTool(request, timeout=self.timeout_s):
-            data = json.loads(chunk.data) if chunk.data else {}
-            item = data if isinstance(data, dict) else {"data": data}
-            chunks.append({**item, "is_final": chunk.is_final})
-        return chunks
-
-    # payloads (SB runtime/payload.ex) -----------------------------------------------------------
-    def base(
-        self, python_module: str, function: str, args: list[Any], kwargs: dict[str, Any]
-    ) -> dict[str, Any]:
-        return snakebridge_payload(
-            self.session_id, python_module, self.library, function=function, args=args, kwargs=kwargs
-        )
-
-    def for_ref(
-        self, ref: dict[str, Any], function: str, args: list[Any], kwargs: dict[str, Any]
-    ) -> dict[str, Any]:
-        payload = self.base(ref.get("python_module") or ref["library"], function, args, kwargs)
-        payload["library"] = ref.get("library", self.library)
-        payload["session_id"] = ref.get("session_id", self.session_id)
-        payload["instance"] = wire_ref(ref)
-        return payload
-
-    def call(self, module: str, function: str, args: list[Any] | None = None, **kwargs: Any) -> Any:
-        return self.execute("snakebridge.call", self.base(module, function, args or [], kwargs))
-
-    def call_class(self, module: str, cls: str, args: list[Any] | None = None, **kwargs: Any) -> Any:
-        payload = self.base(module, "__init__", args or [], kwargs)
-        payload.update(call_type="class", **{"class": cls})
-        return self.execute("snakebridge.call", payload)
-
-    def call_method(
-        self, ref: dict[str, Any], method: str, args: list[Any] | None = None, **kwargs: Any
-    ) -> Any:
-        payload = self.for_ref(ref, method, args or [], kwargs)
-        payload["call_type"] = "method"
-        return self.execute("snakebridge.call", payload)
-
-    def get_attr(self, ref: dict[str, Any], attr: str) -> Any:
-        payload = self.for_ref(ref, attr, [], {})
-        payload.update(call_type="get_attr", attr=attr)
-        return self.execute("snakebridge.call", payload)
-
-    def set_attr(self, ref: dict[str, Any], attr: str, value: Any) -> Any:
-        payload = self.for_ref(ref, attr, [value], {})
-        payload.update(call_type="set_attr", attr=attr)
-        return self.execute("snakebridge.call", payload)
-
-    def module_attr(self, module: str, attr: str) -> Any:
-        payload = self.base(module, attr, [], {})
-        payload.update(call_type="module_attr", attr=attr)
-        return self.execute("snakebridge.call", payload)
-
-    def release_ref(self, ref: dict[str, Any]) -> Any:
-        payload = {"protocol_version": 1, "min_supported_version": 1, "ref": wire_ref(ref)}
-        payload["session_id"] = ref.get("session_id", self.session_id)
-        return self.execute("snakebridge.release_ref", payload)
-
-    def release_session(self) -> Any:
-        payload = {"protocol_version": 1, "min_supported_version": 1, "session_id": self.session_id}
-        return self.execute("snakebridge.release_session", payload)

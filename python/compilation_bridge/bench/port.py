@@ -1,11 +1,11 @@
 """The Erlang-port transport against the gRPC path, on the standard workload, in one run.
 
 Both workers are real processes: `python -m compilation_bridge port` on pipes (framed exactly as the
-Elixir stub frames them) and the gRPC worker started as Snakepit starts it. One client sends the same
-workload (construct -> get_attr -> compute_hash -> release_ref, SnakeBridge payloads) to each,
+Elixir stub frames them) and the gRPC worker started as Snakepit starts it. One client sends the
+standard workload (`workload`) to each,
 interleaved iteration by iteration so that machine noise hits both alike, and times the whole workload
 round trip. `measure()` returns the figures (the `bench` command can call it); `report()` prints them.
-Run alone with `python -m compilation_bridge.commands.bench_port`. Asserts nothing.
+Run alone with `python -m compilation_bridge.bench.port [iterations]`. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,41 +20,14 @@ from typing import Any
 
 import msgpack
 
+from compilation_bridge.bench import workload
+from compilation_bridge.bench.stats import percentile
+from compilation_bridge.testing.session import SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.port import HEADER, encode_frame
-from compilation_bridge.transport.snakepit_client import snakebridge_payload
 
 TARGET_RATIO = 0.5
 SESSION = "bench_port"
-
-
-def _payloads(ref: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
-    """The workload's four SnakeBridge payloads (the last three need the constructed ref)."""
-    base = snakebridge_payload(SESSION)
-    if ref is None:
-        construct = {
-            **base,
-            "call_type": "class",
-            "class": "CompilationConfig",
-            "function": "__init__",
-            "args": [None, None, None],
-            "kwargs": {"cache_dir": "/tmp/bench"},
-        }
-        return [("snakebridge.call", construct)]
-    instance = {k: ref[k] for k in ("__type__", "__schema__", "id", "session_id", "python_module", "library")}
-    return [
-        (
-            "snakebridge.call",
-            {**base, "call_type": "get_attr", "function": "mode", "attr": "mode", "instance": instance},
-        ),
-        (
-            "snakebridge.call",
-            {**base, "call_type": "method", "function": "compute_hash", "instance": instance},
-        ),
-        (
-            "snakebridge.release_ref",
-            {"protocol_version": 1, "min_supported_version": 1, "ref": instance, "session_id": SESSION},
-        ),
-    ]
 
 
 class PortClient:
@@ -96,8 +69,6 @@ class GrpcClient:
     """The gRPC worker as Snakepit starts it, spoken to as SnakeBridge's runtime does."""
 
     def __init__(self) -> None:
-        from compilation_bridge.transport.snakepit_client import SnakeBridgeSession, WorkerProcess
-
         self.worker = WorkerProcess.spawn(heartbeat_interval_s=None)
         self.session = SnakeBridgeSession(self.worker.stub, self.worker.session_id, session_id=SESSION)
 
@@ -108,12 +79,11 @@ class GrpcClient:
         self.worker.terminate()
 
 
-def workload(client: PortClient | GrpcClient) -> float:
+def round_trip(client: PortClient | GrpcClient) -> float:
     """Seconds for one construct -> get_attr -> compute_hash -> release_ref round trip."""
     started = time.perf_counter()
-    ((tool, payload),) = _payloads(None)
-    ref = client.call(tool, payload)
-    for tool, payload in _payloads(ref):
+    ref = client.call(*workload.construct(SESSION))
+    for tool, payload in workload.on_ref(SESSION, ref):
         client.call(tool, payload)
     return time.perf_counter() - started
 
@@ -122,22 +92,18 @@ def measure(iterations: int = 1000, warmup: int = 100) -> dict[str, Any]:
     port, grpc = PortClient(), GrpcClient()
     try:
         for _ in range(warmup):
-            workload(port)
-            workload(grpc)
+            round_trip(port)
+            round_trip(grpc)
         samples: dict[str, list[float]] = {"port": [], "grpc": []}
         for _ in range(iterations):
-            samples["port"].append(workload(port))
-            samples["grpc"].append(workload(grpc))
+            samples["port"].append(round_trip(port))
+            samples["grpc"].append(round_trip(grpc))
     finally:
         port.close()
         grpc.close()
     result: dict[str, Any] = {"iterations": iterations}
     for side, values in samples.items():
-        ordered = sorted(values)
-        result[side] = {
-            "p50_us": statistics.median(values) * 1e6,
-            "p99_us": ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))] * 1e6,
-        }
+        result[side] = {"p50_us": statistics.median(values) * 1e6, "p99_us": percentile(values, 0.99) * 1e6}
     result["p50_ratio"] = result["port"]["p50_us"] / result["grpc"]["p50_us"]
     result["p99_ratio"] = result["port"]["p99_us"] / result["grpc"]["p99_us"]
     result["target_ratio"] = TARGET_RATIO
