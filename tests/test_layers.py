@@ -21,6 +21,7 @@ LAYERS: list[set[str]] = [
     {"transport"},
     {"testing"},  # drives workers from outside, as Snakepit does: not part of the worker
     {"bench"},
+    {"elixir_gen"},  # writes the Elixir stub's API from the surface: a tool, not part of the worker
     {"commands"},
     {"cli"},
     {"__main__"},
