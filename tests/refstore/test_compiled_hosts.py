@@ -15,21 +15,9 @@ from tests.refstore.redisserver import RedisServer
 
 from compilation_bridge.protocol.refsign import KEY_FILE
 from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
-from compilation_bridge.testing.worker_process import WorkerProcess
+from compilation_bridge.testing.worker_process import WorkerProcess, host_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
-
-
-def host_env(root: Path, store_url: str) -> dict[str, str]:
-    """A host of its own: state folder, user cache, Inductor cache; the shared Redis."""
-    root.mkdir(mode=0o700, exist_ok=True)
-    return {
-        "COMPILATION_BRIDGE_REF_STORE": store_url,
-        "COMPILATION_BRIDGE_STATE_DIR": str(root / "state"),
-        "XDG_CACHE_HOME": str(root / "cache"),
-        "COMPILATION_BRIDGE_ALLOWED_ROOTS": str(root),
-        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
-    }
 
 
 def test_a_compiled_model_moves_to_another_host(tmp_path: Path, redis_server: RedisServer) -> None:

@@ -33,7 +33,7 @@ from compilation_bridge.bench import workload
 from compilation_bridge.bench.stats import percentile
 from compilation_bridge.bench.workload import STEPS
 from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
-from compilation_bridge.testing.worker_process import WorkerProcess
+from compilation_bridge.testing.worker_process import WorkerProcess, host_env
 
 TARGET_RATIO = 1.1
 
@@ -199,22 +199,10 @@ def remote_cache_start(tokens: int = 16) -> dict[str, Any]:
     with redis_server() as redis_url, tempfile.TemporaryDirectory(prefix="bench_hosts_") as tmp:
         if redis_url is None:
             return {"skipped": "redis-server is not installed"}
-        no_cache = _cold_start(_host(Path(tmp, "alone"), "sqlite"), tokens)
-        host_a = _host(Path(tmp, "a"), redis_url)
-        host_b = _host(Path(tmp, "b"), redis_url)
+        no_cache = _cold_start(host_env(Path(tmp, "alone"), "sqlite"), tokens)
+        host_a = host_env(Path(tmp, "a"), redis_url)
+        host_b = host_env(Path(tmp, "b"), redis_url)
         return {"tokens": tokens, "no_cache_s": no_cache, **_across_hosts(host_a, host_b, tokens)}
-
-
-def _host(root: Path, store: str) -> dict[str, str]:
-    """The environment of a host of its own (state, user cache, Inductor cache), on `store`."""
-    root.mkdir(mode=0o700)
-    return {
-        "COMPILATION_BRIDGE_REF_STORE": store,
-        "COMPILATION_BRIDGE_STATE_DIR": str(root / "state"),
-        "XDG_CACHE_HOME": str(root / "cache"),
-        "COMPILATION_BRIDGE_ALLOWED_ROOTS": str(root),
-        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
-    }
 
 
 def _compile_and_run(session: SnakeBridgeSession, tokens: int) -> tuple[float, dict[str, Any]]:

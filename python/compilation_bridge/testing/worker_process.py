@@ -86,6 +86,19 @@ class HeartbeatStats:
     failures: list[str] = field(default_factory=list)
 
 
+def host_env(root: Path, ref_store: str) -> dict[str, str]:
+    """The environment of a worker on a host of its own under `root` (made 0700): its own state
+    folder, user cache and Inductor cache, on the ref store `ref_store` (e.g. a shared Redis)."""
+    root.mkdir(mode=0o700, exist_ok=True)
+    return {
+        "COMPILATION_BRIDGE_REF_STORE": ref_store,
+        "COMPILATION_BRIDGE_STATE_DIR": str(root / "state"),
+        "XDG_CACHE_HOME": str(root / "cache"),
+        "COMPILATION_BRIDGE_ALLOWED_ROOTS": str(root),
+        "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+    }
+
+
 class WorkerProcess:
     """One worker, spawned and supervised the way Snakepit's GRPCWorker does it."""
 
