@@ -1,4 +1,4 @@
-"""Operator settings, fixed when the worker starts: platform, writable roots and code allowlist.
+"""Operator settings, the one owner of the worker's environment: platform, roots, allowlists, limits.
 
 Callers never change these; they come from the environment (and the CLI flags that set it) so that a
 hostile request cannot widen what the worker may import or where it may write.
@@ -18,6 +18,50 @@ hostile request cannot widen what the worker may import or where it may write.
   and the key that signs its entries (default: ``state/`` under the user cache folder).
 - ``COMPILATION_BRIDGE_REF_STORE``: where refs are shared between workers: ``sqlite`` (default, in the
   state folder), ``redis://[user:pass@]host:port/db`` (many hosts), or ``off`` (each worker keeps its own).
+- ``COMPILATION_BRIDGE_MODEL_ROOTS``: ``os.pathsep``-separated folders model folders (``config.json``) may
+  be read from, besides the bundled models and the allowed roots (default: none).
+- ``XDG_CACHE_HOME``: holds the user cache folder ``compilation-bridge/`` (default ``~/.cache``).
+
+Read when used rather than at start, because tests change them (the functions below):
+
+- ``COMPILATION_BRIDGE_MAX_MODEL_BYTES``: total float32 parameter size of a reference model (default
+  ``1 << 30``, 1 GiB). ``COMPILATION_BRIDGE_MAX_RUN_ELEMENTS``: a run's tokens times hidden size (default
+  ``1 << 24``). For both, a value that is not a whole number above 0 leaves the default.
+- ``COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE``: flag, never read or write the compile cache (default off;
+  vLLM's own ``VLLM_DISABLE_COMPILE_CACHE`` is read beside it, as vLLM reads it: `vllm_config.env`).
+- ``COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE``: flag, Inductor's max-autotune and coordinate-descent
+  tuning for exact sizes, as vLLM turns them on (default off: minutes per piece on CPU). Its raw value,
+  with the platform's, goes into the compile cache's key (`compiled_code_env`).
+- ``SNAKEPIT_LOG_LEVEL``: ``debug``, ``info``, ``warning``, ``error`` or ``none`` (default ``warning``;
+  ``info`` under ``compilation-bridge serve``). ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text
+  (default text).
+
+The ref table's limits (``RefLimits.from_env`` in protocol/refs.py reads them through `env_int` and
+`env_float`, from a mapping tests pass or the environment). An unparsable value leaves the default:
+
+- ``SNAKEBRIDGE_REF_TTL_SECONDS``: seconds since last access after which a ref goes (default 0: none; a
+  negative value is 0).
+- ``SNAKEBRIDGE_REF_MAX``: refs per session, least recently used evicted first (default 10000; 0: no
+  limit). ``COMPILATION_BRIDGE_MAX_TOTAL_REFS``: refs in all (default 50000; 0: no limit).
+  ``COMPILATION_BRIDGE_MAX_SESSIONS``: sessions holding refs (default 10000; 0: no limit). A negative
+  value of any of the three is 0.
+- ``COMPILATION_BRIDGE_MAX_RSS_MB``: resident size above which new refs are refused (default 8192 or
+  three quarters of the machine's memory if less; 0 or negative: off).
+
+Start-up options (transport/options.py, from a mapping tests pass or the environment, through the same
+parsers; defaults in README, "Environment variables"): ``COMPILATION_BRIDGE_HOST``,
+``COMPILATION_BRIDGE_MAX_REQUEST_BYTES``, ``COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS``,
+``COMPILATION_BRIDGE_REFLECTION``, ``COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS``,
+``COMPILATION_BRIDGE_STREAM_IDLE_SECONDS``, and Snakepit's ``SNAKEPIT_READY_FILE``,
+``SNAKEPIT_HEARTBEAT_CONFIG``, ``SNAKEPIT_GRPC_ADDRESS``, ``SNAKEPIT_ELIXIR_ADDRESS`` and
+``SNAKEPIT_PROCESS_GROUP``.
+
+Flags read with `env_flag` where they are used (default off): ``SNAKEBRIDGE_ATOM_CLASS`` (the codec),
+``SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL`` (dispatch), ``COMPILATION_BRIDGE_PRELOAD_COMPILE`` and
+``COMPILATION_BRIDGE_TEST_HOOKS`` (the tool catalog).
+
+No other module of the package reads the environment, except the vLLM variables read where and as vLLM
+reads them (`vllm_config`) and Inductor's own ``TORCHINDUCTOR_*`` (tests/cli/test_settings.py checks).
 """
 
 from __future__ import annotations
@@ -25,15 +69,18 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 log = logging.getLogger("compilation_bridge")
+_N = TypeVar("_N", int, float)
 
 # ------------------------------------------------------------------ the one parser of the environment
-# Every operator setting of the worker is read through these two (and the typed Settings below), so that
-# `TRUE`, `yes` or ` 1 ` mean the same everywhere. README, "Environment variables", lists them all.
+# Every operator setting of the worker is read here, through these parsers (and the typed Settings and
+# accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere. README, "Environment
+# variables", lists them all.
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
 
 
@@ -49,14 +96,28 @@ def env_flag(name: str, env: Mapping[str, str] | None = None) -> bool:
 
 def env_int(name: str, default: int, *, least: int = 1, env: Mapping[str, str] | None = None) -> int:
     """A whole-number setting of at least `least`; unset gives `default`, a malformed value too (logged)."""
+    value = _env_number(name, int, "a whole number", env)
+    return default if value is None else max(least, value)
+
+
+def env_float(
+    name: str, default: float, *, least: float = 0.0, env: Mapping[str, str] | None = None
+) -> float:
+    """A number setting of at least `least`; unset gives `default`, a malformed value too (logged)."""
+    value = _env_number(name, float, "a number", env)
+    return default if value is None else max(least, value)
+
+
+def _env_number(name: str, kind: Callable[[str], _N], what: str, env: Mapping[str, str] | None) -> _N | None:
+    """The variable as `kind`, or None when unset, blank or malformed (logged)."""
     raw = (os.environ if env is None else env).get(name, "").strip()
     if not raw:
-        return default
+        return None
     try:
-        return max(least, int(raw))
+        return kind(raw)
     except ValueError:
-        log.warning("ignoring %s=%r: not a whole number", name, raw)
-        return default
+        log.warning("ignoring %s=%r: not %s", name, raw, what)
+        return None
 
 
 PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
@@ -65,7 +126,23 @@ ALLOWED_CALLABLES_ENV = "COMPILATION_BRIDGE_ALLOWED_CALLABLES"
 ALLOWED_INDUCTOR_OPTIONS_ENV = "COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS"
 STATE_DIR_ENV = "COMPILATION_BRIDGE_STATE_DIR"
 REF_STORE_ENV = "COMPILATION_BRIDGE_REF_STORE"
+MODEL_ROOTS_ENV = "COMPILATION_BRIDGE_MODEL_ROOTS"
+MAX_MODEL_BYTES_ENV = "COMPILATION_BRIDGE_MAX_MODEL_BYTES"
+MAX_RUN_ELEMENTS_ENV = "COMPILATION_BRIDGE_MAX_RUN_ELEMENTS"
+DISABLE_COMPILE_CACHE_ENV = "COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE"
+INDUCTOR_MAX_AUTOTUNE_ENV = "COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE"
+LOG_LEVEL_ENV = "SNAKEPIT_LOG_LEVEL"
+LOG_FORMAT_ENV = "COMPILATION_BRIDGE_LOG_FORMAT"
+REF_TTL_ENV = "SNAKEBRIDGE_REF_TTL_SECONDS"
+REF_MAX_ENV = "SNAKEBRIDGE_REF_MAX"
+MAX_TOTAL_REFS_ENV = "COMPILATION_BRIDGE_MAX_TOTAL_REFS"
+MAX_SESSIONS_ENV = "COMPILATION_BRIDGE_MAX_SESSIONS"
+MAX_RSS_MB_ENV = "COMPILATION_BRIDGE_MAX_RSS_MB"
 PLATFORMS = ("cpu", "cuda")
+DEFAULT_MAX_MODEL_BYTES = 1 << 30
+DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
+# Settings that change compiled code: the compile cache's key hashes their values as written.
+COMPILED_CODE_ENVS = (INDUCTOR_MAX_AUTOTUNE_ENV, PLATFORM_ENV)
 
 
 @dataclass(frozen=True)
@@ -108,6 +185,53 @@ def state_dir_setting() -> Path:
 def ref_store_setting() -> str:
     """`sqlite` (default), `off`, or a `redis://` / `rediss://` URL."""
     return os.environ.get(REF_STORE_ENV, "").strip() or "sqlite"
+
+
+def model_roots_setting() -> tuple[Path, ...]:
+    """The operator's extra model folders, resolved (symlinks followed); none by default."""
+    configured = os.environ.get(MODEL_ROOTS_ENV, "").split(os.pathsep)
+    return tuple(Path(p).expanduser().resolve() for p in configured if p)
+
+
+def _above_zero(name: str, default: int) -> int:
+    # 0 or less would be no budget at all: like a malformed value (logged by env_int), it leaves the default.
+    value = env_int(name, 0, least=0)
+    return value if value > 0 else default
+
+
+def max_model_bytes() -> int:
+    """The budget for a reference model's float32 parameters, in bytes."""
+    return _above_zero(MAX_MODEL_BYTES_ENV, DEFAULT_MAX_MODEL_BYTES)
+
+
+def max_run_elements() -> int:
+    """The budget for one run's tokens times hidden size."""
+    return _above_zero(MAX_RUN_ELEMENTS_ENV, DEFAULT_MAX_RUN_ELEMENTS)
+
+
+def compile_cache_disabled() -> bool:
+    """This project's switch off the compile cache (vLLM's own is `vllm_config.env.disable_compile_cache`)."""
+    return env_flag(DISABLE_COMPILE_CACHE_ENV)
+
+
+def inductor_max_autotune() -> bool:
+    """Whether exact-size compiles autotune, as vLLM's do (off: on CPU it costs minutes per piece)."""
+    return env_flag(INDUCTOR_MAX_AUTOTUNE_ENV)
+
+
+def compiled_code_env() -> dict[str, str | None]:
+    """The raw values of the settings that change compiled code (unset: None), for the cache key."""
+    return {name: os.environ.get(name) for name in COMPILED_CODE_ENVS}
+
+
+def log_level_setting(default: str) -> str:
+    """SNAKEPIT_LOG_LEVEL in lower case (surrounding spaces dropped), or `default` when unset or empty."""
+    return (os.environ.get(LOG_LEVEL_ENV) or default).strip().lower()
+
+
+def log_format_setting() -> str:
+    """`json` when COMPILATION_BRIDGE_LOG_FORMAT says so (any case), otherwise `text`."""
+    return "json" if os.environ.get(LOG_FORMAT_ENV, "").strip().lower() == "json" else "text"
 
 
 def _platform_from_env() -> str | None:

@@ -7,7 +7,6 @@ resolves against, and `--host` widens the loopback-only default (see README, "En
 from __future__ import annotations
 
 import argparse
-import os
 
 from compilation_bridge.transport import options
 
@@ -17,8 +16,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from compilation_bridge.settings import log_level_setting
     from compilation_bridge.transport.launch import run_worker
     from compilation_bridge.transport.logs import configure_logging
 
-    configure_logging(os.environ.get("SNAKEPIT_LOG_LEVEL") or "info")  # a person is watching: say where
+    configure_logging(log_level_setting("info"))  # a person is watching: say where
     return run_worker(options.from_namespace(args))

@@ -31,13 +31,10 @@ from compilation_bridge.compile.files import atomic_write_text, check_allowed, m
 from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend, is_tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
-from compilation_bridge.settings import get_settings
+from compilation_bridge.settings import compiled_code_env, get_settings
 from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode, Range
 
 logger = logging.getLogger(__name__)
-
-# Environment variables that change compiled code; their values go into the cache hash.
-ENV_FACTORS = ("COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE", "COMPILATION_BRIDGE_PLATFORM")
 
 
 def _sha256(text: str) -> str:
@@ -139,7 +136,7 @@ class VllmBackend:
         if self.prepared:
             return
         plan, cc = self.plan, self.plan.compilation_config
-        env = {name: os.environ.get(name) for name in ENV_FACTORS}
+        env = compiled_code_env()  # the settings that change compiled code, as written
         self.hashes = {
             "env": env,
             "config_hash": self._config_hash(),

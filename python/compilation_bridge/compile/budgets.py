@@ -4,35 +4,31 @@ Each model option is capped on its own, but their product is what costs memory: 
 option's cap would need tens of GiB of weights. So the total parameter size is bounded
 (`COMPILATION_BRIDGE_MAX_MODEL_BYTES`, 1 GiB), and so is a run's token count times hidden size
 (`COMPILATION_BRIDGE_MAX_RUN_ELEMENTS`, 2**24: one hidden-state tensor of 64 MiB in float32), which
-every activation of the model scales with. Both are read from the environment when used: the
-operator sets them at start, and tests change them.
+every activation of the model scales with. Both are operator settings (`compilation_bridge.settings`),
+read when used: the operator sets them at start, and tests change them.
 """
 
 from __future__ import annotations
 
-import os
+from compilation_bridge.settings import (
+    DEFAULT_MAX_MODEL_BYTES,
+    DEFAULT_MAX_RUN_ELEMENTS,
+    max_model_bytes,
+    max_run_elements,
+)
+from compilation_bridge.settings import MAX_MODEL_BYTES_ENV as MODEL_BYTES_ENV
+from compilation_bridge.settings import MAX_RUN_ELEMENTS_ENV as RUN_ELEMENTS_ENV
 
-MODEL_BYTES_ENV = "COMPILATION_BRIDGE_MAX_MODEL_BYTES"
-RUN_ELEMENTS_ENV = "COMPILATION_BRIDGE_MAX_RUN_ELEMENTS"
-DEFAULT_MAX_MODEL_BYTES = 1 << 30
-DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
-
-
-def _positive_int(name: str, default: int) -> int:
-    raw = os.environ.get(name, "").strip()
-    try:
-        value = int(raw) if raw else default
-    except ValueError:
-        return default  # as the worker's other limits: an unparsable setting falls back to the default
-    return value if value > 0 else default
-
-
-def max_model_bytes() -> int:
-    return _positive_int(MODEL_BYTES_ENV, DEFAULT_MAX_MODEL_BYTES)
-
-
-def max_run_elements() -> int:
-    return _positive_int(RUN_ELEMENTS_ENV, DEFAULT_MAX_RUN_ELEMENTS)
+__all__ = [
+    "DEFAULT_MAX_MODEL_BYTES",
+    "DEFAULT_MAX_RUN_ELEMENTS",
+    "MODEL_BYTES_ENV",
+    "RUN_ELEMENTS_ENV",
+    "check_model_bytes",
+    "check_run_elements",
+    "max_model_bytes",
+    "max_run_elements",
+]
 
 
 def _mib(size: int) -> str:

@@ -32,13 +32,13 @@ from compilation_bridge.compile import progress
 from compilation_bridge.compile.authenticated import is_sealed, read_authenticated, seal, write_authenticated
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.files import atomic_save
+from compilation_bridge.settings import compile_cache_disabled, inductor_max_autotune
 from compilation_bridge.vllm_config import Range
+from compilation_bridge.vllm_config import env as vllm_env
 
 logger = logging.getLogger(__name__)
 
 CACHE_INDEX = "vllm_compile_cache.py"
-DISABLE_CACHE_ENVS = ("COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE", "VLLM_DISABLE_COMPILE_CACHE")
-MAX_AUTOTUNE_ENV = "COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE"
 
 
 class InductorCompileError(RuntimeError):
@@ -49,14 +49,14 @@ class UnauthenticatedEntryError(RuntimeError):
     """A cached artifact without this worker's MAC: compiled again, never loaded."""
 
 
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "0").strip().lower() not in ("", "0", "false", "no")
-
-
 def is_compile_cache_enabled(inductor_config: dict[str, Any]) -> bool:
-    """vLLM's rule, with this project's switch beside vLLM's `VLLM_DISABLE_COMPILE_CACHE`."""
+    """vLLM's rule, with this project's switch beside vLLM's `VLLM_DISABLE_COMPILE_CACHE`.
+
+    vLLM's variable is read only when ours is off, and as vLLM reads it: a value that is no integer
+    raises ValueError here, during the compile (see `vllm_config.env.disable_compile_cache`)."""
     return (
-        not any(_env_flag(name) for name in DISABLE_CACHE_ENVS)
+        not compile_cache_disabled()
+        and not vllm_env.disable_compile_cache()
         and not torch._inductor.config.force_disable_caches
         and not inductor_config.get("force_disable_caches", False)
     )
@@ -176,7 +176,7 @@ class InductorStandaloneAdaptor(CompilerInterface):
         if compile_range.is_single_size():
             # vLLM turns autotuning on for exact sizes; on CPU it costs minutes per piece, so it is off
             # unless the operator asks for it.
-            tune = _env_flag(MAX_AUTOTUNE_ENV)
+            tune = inductor_max_autotune()
             config.setdefault("max_autotune", tune)
             config.setdefault("coordinate_descent_tuning", tune)
         torch._functorch.config.bundled_autograd_cache = False

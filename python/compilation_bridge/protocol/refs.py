@@ -19,7 +19,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,15 @@ from compilation_bridge.protocol.sessionids import (
     check_session_id,
     is_too_long,
     utf8_size,
+)
+from compilation_bridge.settings import (
+    MAX_RSS_MB_ENV,
+    MAX_SESSIONS_ENV,
+    MAX_TOTAL_REFS_ENV,
+    REF_MAX_ENV,
+    REF_TTL_ENV,
+    env_float,
+    env_int,
 )
 
 UNKNOWN_REF = "Unknown SnakeBridge reference: {}"
@@ -53,14 +62,16 @@ class RefLimits:
     max_rss_bytes: int = 0
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> RefLimits:
-        env = dict(os.environ) if env is None else env
+    def from_env(cls, env: Mapping[str, str] | None = None) -> RefLimits:
+        """The operator's limits (`compilation_bridge.settings` documents them), from `env` or the
+        environment. Like the reference adapter, an unparsable value leaves the default instead of
+        crashing. The least value is 0, which means "no limit" (the checks all test `> 0`)."""
         return cls(
-            ttl_seconds=max(0.0, _number(env.get("SNAKEBRIDGE_REF_TTL_SECONDS"), float, 0.0)),
-            max_per_session=_number(env.get("SNAKEBRIDGE_REF_MAX"), int, DEFAULT_REF_MAX),
-            max_total=_number(env.get("COMPILATION_BRIDGE_MAX_TOTAL_REFS"), int, DEFAULT_MAX_TOTAL_REFS),
-            max_sessions=_number(env.get("COMPILATION_BRIDGE_MAX_SESSIONS"), int, DEFAULT_MAX_SESSIONS),
-            max_rss_bytes=_number(env.get("COMPILATION_BRIDGE_MAX_RSS_MB"), int, default_max_rss_mb()) << 20,
+            ttl_seconds=env_float(REF_TTL_ENV, 0.0, least=0.0, env=env),
+            max_per_session=env_int(REF_MAX_ENV, DEFAULT_REF_MAX, least=0, env=env),
+            max_total=env_int(MAX_TOTAL_REFS_ENV, DEFAULT_MAX_TOTAL_REFS, least=0, env=env),
+            max_sessions=env_int(MAX_SESSIONS_ENV, DEFAULT_MAX_SESSIONS, least=0, env=env),
+            max_rss_bytes=env_int(MAX_RSS_MB_ENV, default_max_rss_mb(), least=0, env=env) << 20,
         )
 
 
@@ -80,16 +91,6 @@ def resident_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
-
-
-def _number(raw: str | None, kind: Callable[[str], Any], default: Any) -> Any:
-    # Like the reference adapter: an unparsable value falls back to the default instead of crashing.
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        return default
 
 
 class _Entry:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable
 
+from compilation_bridge.settings import log_format_setting, log_level_setting
 from compilation_bridge.transport.logcontext import CorrelationFilter
 
 TEXT_FORMAT = "%(asctime)s - [%(threadName)s] - %(name)s - %(levelname)s - [corr=%(corr)s] %(message)s"
@@ -62,7 +62,7 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure_logging(level_name: str | None = None) -> None:
-    level_name = (level_name or os.environ.get("SNAKEPIT_LOG_LEVEL") or "warning").strip().lower()
+    level_name = (level_name or log_level_setting("warning")).strip().lower()
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
@@ -72,7 +72,7 @@ def configure_logging(level_name: str | None = None) -> None:
         return
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(CorrelationFilter())
-    if os.environ.get("COMPILATION_BRIDGE_LOG_FORMAT", "").strip().lower() == "json":
+    if log_format_setting() == "json":
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(TextFormatter(TEXT_FORMAT))

@@ -16,10 +16,9 @@ from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
 from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
-from compilation_bridge.settings import get_settings
+from compilation_bridge.settings import MODEL_ROOTS_ENV, get_settings, model_roots_setting
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 
-MODEL_ROOTS_ENV = "COMPILATION_BRIDGE_MODEL_ROOTS"
 BUNDLED_MODELS = Path(__file__).parent / "models"
 MAX_CONFIG_BYTES = 1 << 20
 
@@ -94,9 +93,7 @@ SUPPORTED_DTYPES = (BFLOAT16, FLOAT16, FLOAT32)
 
 
 def _readable_roots() -> list[Path]:
-    configured = os.environ.get(MODEL_ROOTS_ENV, "").split(os.pathsep)
-    extra = [Path(p).expanduser().resolve() for p in configured if p]
-    return [BUNDLED_MODELS.resolve(), *get_settings().allowed_roots, *extra]
+    return [BUNDLED_MODELS.resolve(), *get_settings().allowed_roots, *model_roots_setting()]
 
 
 def resolve_model_dir(model: str) -> Path:
