@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[2]
 # ------------------------------------------------------------------ who may touch the environment
 # The owners: any variable.
 OWNERS = {"settings.py", "vllm_config/env.py"}
-# Test and benchmark harnesses (they start workers with an environment of their own), where they are now
-# and in the packages they are moving to: any variable.
-HARNESS = ("transport/snakepit_client.py", "commands/bench*.py", "testing/*", "bench/*")
+# The test and benchmark harness beside the worker (they start workers with an environment of their own):
+# any variable.
+HARNESS = ("testing/*", "bench/*")
 # Start-up options: `dict(os.environ)` is the default mapping that env_flag / env_int parse (tests pass
 # their own), and Snakepit's launch variables are read from that mapping.
 MAPPING_READERS = {"transport/options.py"}
@@ -141,8 +141,9 @@ os.getenv(name); dict(os.environ); os.environ["F"] = "1"
     assert not is_allowed("compile/compiler.py", Access(1, 0, "VLLM_DISABLE_COMPILE_CACHE"))
     assert not is_allowed("vllm_config/model.py", Access(1, 0, "COMPILATION_BRIDGE_MODEL_ROOTS"))
     assert not is_allowed("vllm_config/parallel.py", Access(1, 0, None))
-    assert is_allowed("testing/snakepit_client.py", Access(1, 0, None))
-    assert is_allowed("commands/bench_port.py", Access(1, 0, None))
+    assert is_allowed("testing/worker_process.py", Access(1, 0, None))
+    assert is_allowed("bench/port.py", Access(1, 0, None))
+    assert not is_allowed("commands/bench.py", Access(1, 0, None))
     # and on the package: the mirrors it allows are really there, so the scan is not looking elsewhere
     seen = {a.variable for a in env_accesses((PACKAGE / "vllm_config/parallel.py").read_text())}
     assert {"VLLM_DP_SIZE", "RANK"} <= seen
