@@ -189,8 +189,12 @@ def ref_store_setting() -> str:
 
 def model_roots_setting() -> tuple[Path, ...]:
     """The operator's extra model folders, resolved (symlinks followed); none by default."""
-    configured = os.environ.get(MODEL_ROOTS_ENV, "").split(os.pathsep)
-    return tuple(Path(p).expanduser().resolve() for p in configured if p)
+    return _resolved_paths(os.environ.get(MODEL_ROOTS_ENV, ""))
+
+
+def _resolved_paths(text: str) -> tuple[Path, ...]:
+    """An `os.pathsep`-separated list of folders, each resolved (`~` expanded, symlinks followed)."""
+    return tuple(Path(p).expanduser().resolve() for p in text.split(os.pathsep) if p)
 
 
 def _above_zero(name: str, default: int) -> int:
@@ -244,10 +248,8 @@ def _platform_from_env() -> str | None:
 
 
 def _roots_from_env() -> tuple[Path, ...]:
-    raw = os.environ.get(ALLOWED_ROOTS_ENV)
     # Not the system temporary directory: any local user can create folders there (see module doc).
-    roots = raw.split(os.pathsep) if raw else [str(user_cache_dir())]
-    return tuple(Path(r).expanduser().resolve() for r in roots if r)
+    return _resolved_paths(os.environ.get(ALLOWED_ROOTS_ENV) or str(user_cache_dir()))
 
 
 def _names_from_env(variable: str) -> frozenset[str]:

@@ -20,7 +20,6 @@ import pytest
 
 import compilation_bridge
 from compilation_bridge import settings
-from compilation_bridge.compile import budgets
 from compilation_bridge.protocol import refs
 from compilation_bridge.protocol.refs import RefLimits
 from compilation_bridge.vllm_config import env as vllm_env
@@ -196,8 +195,8 @@ def test_budgets_fall_back_to_their_defaults(
     monkeypatch: pytest.MonkeyPatch, text: str | None, value: int | None
 ) -> None:
     for name, read, default in (
-        (budgets.MODEL_BYTES_ENV, budgets.max_model_bytes, 1 << 30),
-        (budgets.RUN_ELEMENTS_ENV, budgets.max_run_elements, 1 << 24),
+        (settings.MAX_MODEL_BYTES_ENV, settings.max_model_bytes, 1 << 30),
+        (settings.MAX_RUN_ELEMENTS_ENV, settings.max_run_elements, 1 << 24),
     ):
         if text is None:
             monkeypatch.delenv(name, raising=False)

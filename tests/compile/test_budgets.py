@@ -10,6 +10,7 @@ from compilation_bridge.compile.inductor_options import (
     TUNING_OPTIONS,
     checked_inductor_options,
 )
+from compilation_bridge.settings import MAX_MODEL_BYTES_ENV, MAX_RUN_ELEMENTS_ENV
 from compilation_bridge.vllm_config import CompilationConfig
 
 
@@ -89,14 +90,14 @@ def test_parameter_count_is_what_the_model_allocates() -> None:
 
 
 def test_the_model_budget_follows_the_operators_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(budgets.MODEL_BYTES_ENV, "1000000")
+    monkeypatch.setenv(MAX_MODEL_BYTES_ENV, "1000000")
     with pytest.raises(ValueError, match=r"has 361088 parameters \(1.4 MiB in float32\), above .* 1.0 MiB"):
         compile_model(CompilationConfig(mode=0), model="toy-llama")
     compile_model(CompilationConfig(mode=0), model="toy-llama", num_layers=1, vocab_size=256)
 
 
 def test_runs_are_bounded_by_tokens_times_hidden_size(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(budgets.RUN_ELEMENTS_ENV, "64")
+    monkeypatch.setenv(MAX_RUN_ELEMENTS_ENV, "64")
     model = compile_model(CompilationConfig(mode=0), model="single-attention", max_num_tokens=32)
     assert model.run(16)["num_tokens"] == 16  # 16 tokens x hidden size 4 = 64
     with pytest.raises(

@@ -76,9 +76,9 @@ def _session(worker: WorkerProcess, session_id: str) -> SnakeBridgeSession:
     return SnakeBridgeSession(worker.stub, worker.session_id, session_id, timeout_s=60)
 
 
-def _timed(call: Callable[[], Any]) -> tuple[float, Any]:
+def _timed(call: Callable[..., Any], *args: Any) -> tuple[float, Any]:
     started = time.perf_counter()
-    result = call()
+    result = call(*args)
     return time.perf_counter() - started, result
 
 
@@ -89,15 +89,11 @@ def _same(session: SnakeBridgeSession) -> SnakeBridgeSession:
 def round_trip(on: Callable[[], SnakeBridgeSession]) -> list[float]:
     """One iteration of the standard workload, each call on `on()`; the four call times."""
     session = on()
-    took, ref = _timed(lambda: session.execute(*workload.construct(session.session_id)))
+    took, ref = _timed(session.execute, *workload.construct(session.session_id))
     times = [took]
     for tool, payload in workload.on_ref(session.session_id, ref):
-        times.append(_timed(functools.partial(_execute, on(), tool, payload))[0])
+        times.append(_timed(on().execute, tool, payload)[0])
     return times
-
-
-def _execute(session: SnakeBridgeSession, tool: str, payload: dict[str, Any]) -> Any:
-    return session.execute(tool, payload)
 
 
 # ---------------------------------------------------------------------------------------- per call

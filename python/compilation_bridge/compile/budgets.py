@@ -11,24 +11,11 @@ read when used: the operator sets them at start, and tests change them.
 from __future__ import annotations
 
 from compilation_bridge.settings import (
-    DEFAULT_MAX_MODEL_BYTES,
-    DEFAULT_MAX_RUN_ELEMENTS,
+    MAX_MODEL_BYTES_ENV,
+    MAX_RUN_ELEMENTS_ENV,
     max_model_bytes,
     max_run_elements,
 )
-from compilation_bridge.settings import MAX_MODEL_BYTES_ENV as MODEL_BYTES_ENV
-from compilation_bridge.settings import MAX_RUN_ELEMENTS_ENV as RUN_ELEMENTS_ENV
-
-__all__ = [
-    "DEFAULT_MAX_MODEL_BYTES",
-    "DEFAULT_MAX_RUN_ELEMENTS",
-    "MODEL_BYTES_ENV",
-    "RUN_ELEMENTS_ENV",
-    "check_model_bytes",
-    "check_run_elements",
-    "max_model_bytes",
-    "max_run_elements",
-]
 
 
 def _mib(size: int) -> str:
@@ -41,7 +28,7 @@ def check_model_bytes(model: str, parameters: int, bytes_per_parameter: int = 4)
     if size > budget:
         raise ValueError(
             f"{model} with these options has {parameters} parameters ({_mib(size)} in float32), "
-            f"above the worker's budget of {_mib(budget)} ({MODEL_BYTES_ENV}); choose smaller options"
+            f"above the worker's budget of {_mib(budget)} ({MAX_MODEL_BYTES_ENV}); choose smaller options"
         )
 
 
@@ -51,5 +38,5 @@ def check_run_elements(num_tokens: int, hidden_size: int) -> None:
     if elements > budget:
         raise ValueError(
             f"num_tokens={num_tokens} x hidden_size={hidden_size} = {elements} is above the worker's "
-            f"run budget of {budget} elements ({RUN_ELEMENTS_ENV}); run fewer tokens"
+            f"run budget of {budget} elements ({MAX_RUN_ELEMENTS_ENV}); run fewer tokens"
         )

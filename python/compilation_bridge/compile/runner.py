@@ -29,6 +29,7 @@ from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper
 from compilation_bridge.compile.piecewise import tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.wrapper import CompiledForward
+from compilation_bridge.settings import max_run_elements
 from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode
 from compilation_bridge.vllm_config.platforms import current_platform
 
@@ -134,7 +135,7 @@ class CompiledModel:
         ):
             return
         # The trace is a run too: within the run budget as well (its size does not change the code).
-        within_budget = budgets.max_run_elements() // models.hidden_size(self.model)
+        within_budget = max_run_elements() // models.hidden_size(self.model)
         size = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP, within_budget))
         inputs = self._inputs(size)
         with progress.step("trace", mode=self.plan.mode.name, num_tokens=size):
