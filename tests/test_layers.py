@@ -52,6 +52,17 @@ def _is_module(name: str) -> bool:
     return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
+def _imported(node: ast.AST) -> list[str]:
+    """The modules an import statement imports (none for any other node)."""
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        # `from a.b import c` imports the module a.b.c when there is one, else names of a.b
+        names = [f"{node.module}.{alias.name}" for alias in node.names]
+        return [name if _is_module(name) else node.module for name in names]
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    return []
+
+
 def _imports() -> Iterator[tuple[str, str]]:
     """(importer, imported module) for every import of compilation_bridge inside the package."""
     for path in sorted(PACKAGE.rglob("*.py")):
@@ -59,15 +70,7 @@ def _imports() -> Iterator[tuple[str, str]]:
             continue
         importer = _module_name(path)
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                # `from a.b import c` imports the module a.b.c when there is one, else names of a.b
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-                names = [name if _is_module(name) else node.module for name in names]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            else:
-                continue
-            for name in names:
+            for name in _imported(node):
                 if name.split(".")[0] == "compilation_bridge":
                     yield importer, name
 
@@ -110,12 +113,8 @@ def _module_level_imports(tree: ast.Module, type_only: bool) -> Iterator[str]:
                 pending += node.body + node.orelse
         elif isinstance(node, ast.Try):
             pending += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                name = f"{node.module}.{alias.name}"
-                yield name if _is_module(name) else node.module
-        elif isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
+        else:
+            yield from _imported(node)
 
 
 def test_no_module_imports_itself_back() -> None:
