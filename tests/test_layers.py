@@ -13,11 +13,13 @@ PACKAGE = Path(compilation_bridge.__file__).parent
 
 # Bottom to top. A module may import from its own room and the rooms below it.
 LAYERS: list[set[str]] = [
-    {"__init__", "settings", "safe_files"},
+    {"__init__", "settings", "safe_files", "remote_cache"},
     {"vllm_config"},
     {"compile"},
     {"surface"},
+    {"refs"},  # the objects callers hold between calls, and the store every worker serves them from
     {"protocol"},
+    {"worker"},  # the lifetime owner: builds, starts and stops what a transport serves
     {"transport"},
     {"testing"},  # drives workers from outside, as Snakepit does: not part of the worker
     {"bench"},
@@ -26,7 +28,18 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"__main__"},
 ]
-WORKER = {"__init__", "settings", "safe_files", "vllm_config", "compile", "surface", "protocol", "transport"}
+WORKER = {
+    "__init__",
+    "settings",
+    "safe_files",
+    "vllm_config",
+    "compile",
+    "surface",
+    "refs",
+    "protocol",
+    "worker",
+    "transport",
+}
 HARNESS = {"testing", "bench"}
 # The one sanctioned way in: the surface loads the test hooks, by name and only when an operator
 # switches them on (COMPILATION_BRIDGE_TEST_HOOKS).
@@ -102,19 +115,18 @@ def test_the_worker_never_imports_its_harness() -> None:
     assert not leaks, "\n".join(leaks)
 
 
-def _module_level_imports(tree: ast.Module, type_only: bool) -> Iterator[str]:
-    """Modules a module imports in its top-level statements (not in functions); `if TYPE_CHECKING:`
-    blocks count when `type_only` is true."""
-    pending: list[ast.stmt] = list(tree.body)
+def _every_import(tree: ast.Module, type_only: bool) -> Iterator[str]:
+    """Modules a module imports anywhere, inside functions too (a lazy import is still a dependency);
+    `if TYPE_CHECKING:` blocks count when `type_only` is true."""
+    pending: list[ast.AST] = [tree]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.If):
-            if type_only or not (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"):
-                pending += node.body + node.orelse
-        elif isinstance(node, ast.Try):
-            pending += node.body + node.orelse + node.finalbody + [s for h in node.handlers for s in h.body]
-        else:
-            yield from _imported(node)
+        type_checking = isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+        if type_checking and node.test.id == "TYPE_CHECKING" and not type_only:  # type: ignore[attr-defined]
+            pending += node.orelse  # type: ignore[attr-defined]
+            continue
+        yield from _imported(node)
+        pending += ast.iter_child_nodes(node)
 
 
 def test_no_module_imports_itself_back() -> None:
@@ -125,7 +137,7 @@ def test_no_module_imports_itself_back() -> None:
         if "generated" not in path.parts:
             name = _module_name(path)
             tree = ast.parse(path.read_text(), str(path))
-            imported = _module_level_imports(tree, type_only=_room(name) != "vllm_config")
+            imported = _every_import(tree, type_only=_room(name) != "vllm_config")
             graph[name] = {m for m in imported if m.startswith("compilation_bridge.")}
     cycles = []
     for start in graph:

@@ -56,6 +56,20 @@ def ensure_private_root(root: Path) -> None:
         _check_root_parent(parent, root)
 
 
+def ensure_private_folder(folder: Path, setting: str, noun: str) -> None:
+    """The checks of an allowed root for another private folder of the worker (`noun`, set by `setting`):
+    created 0700 when missing, then owned by the worker's user, closed to others (an open mode is
+    closed), and in parent folders only that user or root can change."""
+    if not os.path.lexists(folder):
+        make_private_dirs(folder)
+    st = os.lstat(folder)
+    if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(folder, 0o700)
+    _check_root(folder, noun, setting)
+    for parent in folder.parents:
+        _check_root_parent(parent, folder, noun)
+
+
 def make_private_dirs(path: Path) -> None:
     """Create `path` and its missing parents with mode 0700, whatever the umask."""
     missing = [p for p in (path, *path.parents) if not os.path.lexists(p)]
@@ -65,33 +79,33 @@ def make_private_dirs(path: Path) -> None:
             os.chmod(folder, 0o700)
 
 
-def _check_root(root: Path) -> None:
+def _check_root(root: Path, noun: str = "allowed root", setting: str = ALLOWED_ROOTS_ENV) -> None:
     st = os.lstat(root)
     if not stat.S_ISDIR(st.st_mode):
-        raise UnsafeRootError(f"allowed root {str(root)!r} is not a folder")
+        raise UnsafeRootError(f"{noun} {str(root)!r} is not a folder")
     if st.st_uid != os.geteuid():
         raise UnsafeRootError(
-            f"allowed root {str(root)!r} is owned by uid {st.st_uid}, not by the worker's user "
+            f"{noun} {str(root)!r} is owned by uid {st.st_uid}, not by the worker's user "
             f"(uid {os.geteuid()}), who could then plant files there; use a folder of the worker's "
-            f"own: mkdir -m 700 <folder> and list it in {ALLOWED_ROOTS_ENV}"
+            f"own: mkdir -m 700 <folder> and name it in {setting}"
         )
     if st.st_mode & 0o022:
         raise UnsafeRootError(
-            f"allowed root {str(root)!r} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}), "
-            f"who could plant cache files there; make it private: chmod 700 {root}"
+            f"{noun} {str(root)!r} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}), "
+            f"who could plant files there; make it private: chmod 700 {root}"
         )
 
 
-def _check_root_parent(parent: Path, root: Path) -> None:
+def _check_root_parent(parent: Path, root: Path, noun: str = "allowed root") -> None:
     # Whoever can write a parent can rename the root away and put their own folder in its place,
     # unless the sticky bit (as on /tmp) keeps them from renaming what they do not own.
     st = os.stat(parent)
     shared = st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX
     if st.st_uid not in (0, os.geteuid()) or shared:
         raise UnsafeRootError(
-            f"allowed root {str(root)!r} lies in {str(parent)!r}, which another user owns or may write "
-            f"(uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}), so the root could be replaced; "
-            "choose a root whose parent folders only the worker's user or root can change"
+            f"{noun} {str(root)!r} lies in {str(parent)!r}, which another user owns or may write "
+            f"(uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o}), so it could be replaced; "
+            "choose a folder whose parent folders only the worker's user or root can change"
         )
 
 

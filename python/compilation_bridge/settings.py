@@ -36,7 +36,7 @@ Read when used rather than at start, because tests change them (the functions be
   ``info`` under ``compilation-bridge serve``). ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text
   (default text).
 
-The ref table's limits (``RefLimits.from_env`` in protocol/refs.py reads them through `env_int` and
+The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them through `env_int` and
 `env_float`, from a mapping tests pass or the environment). An unparsable value leaves the default:
 
 - ``SNAKEBRIDGE_REF_TTL_SECONDS``: seconds since last access after which a ref goes (default 0: none; a
@@ -45,8 +45,16 @@ The ref table's limits (``RefLimits.from_env`` in protocol/refs.py reads them th
   limit). ``COMPILATION_BRIDGE_MAX_TOTAL_REFS``: refs in all (default 50000; 0: no limit).
   ``COMPILATION_BRIDGE_MAX_SESSIONS``: sessions holding refs (default 10000; 0: no limit). A negative
   value of any of the three is 0.
-- ``COMPILATION_BRIDGE_MAX_RSS_MB``: resident size above which new refs are refused (default 8192 or
-  three quarters of the machine's memory if less; 0 or negative: off).
+- ``COMPILATION_BRIDGE_MAX_RSS_MB``: resident size above which new refs, changes and restores are refused
+  (default 8192 or three quarters of the machine's memory if less; 0 or negative: off).
+- ``COMPILATION_BRIDGE_REF_LEASE_SECONDS``: how long a stored ref lives unused when there is no TTL
+  (default 3600, Snakepit's session TTL; 0: forever). ``COMPILATION_BRIDGE_MAX_REF_BYTES``,
+  ``COMPILATION_BRIDGE_MAX_SESSION_BYTES``, ``COMPILATION_BRIDGE_MAX_STORE_BYTES``: encoded state per ref,
+  per session and per application in the ref store (defaults 16 MiB, 256 MiB, 1 GiB; 0: no limit).
+- ``COMPILATION_BRIDGE_APPLICATION``: the application whose refs a worker serves, when Snakepit names
+  none (``--snakepit-instance-name`` wins; default ``default``). Applications never see each other's refs.
+- ``COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE``: flag, with a Redis ref store also keep Inductor's FX-graph
+  and AOTAutograd caches there, every entry authenticated before it is unpickled (default off).
 
 Start-up options (transport/options.py, from a mapping tests pass or the environment, through the same
 parsers; defaults in README, "Environment variables"): ``COMPILATION_BRIDGE_HOST``,
@@ -138,6 +146,12 @@ REF_MAX_ENV = "SNAKEBRIDGE_REF_MAX"
 MAX_TOTAL_REFS_ENV = "COMPILATION_BRIDGE_MAX_TOTAL_REFS"
 MAX_SESSIONS_ENV = "COMPILATION_BRIDGE_MAX_SESSIONS"
 MAX_RSS_MB_ENV = "COMPILATION_BRIDGE_MAX_RSS_MB"
+REF_LEASE_ENV = "COMPILATION_BRIDGE_REF_LEASE_SECONDS"
+MAX_REF_BYTES_ENV = "COMPILATION_BRIDGE_MAX_REF_BYTES"
+MAX_SESSION_BYTES_ENV = "COMPILATION_BRIDGE_MAX_SESSION_BYTES"
+MAX_STORE_BYTES_ENV = "COMPILATION_BRIDGE_MAX_STORE_BYTES"
+APPLICATION_ENV = "COMPILATION_BRIDGE_APPLICATION"
+INDUCTOR_REMOTE_CACHE_ENV = "COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE"
 PLATFORMS = ("cpu", "cuda")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
 DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
@@ -177,7 +191,7 @@ def user_cache_dir() -> Path:
 
 
 def state_dir_setting() -> Path:
-    """The private state folder as configured (not created: see protocol/statedir.py)."""
+    """The private state folder as configured (not created: see refs/keys.py)."""
     raw = os.environ.get(STATE_DIR_ENV, "").strip()
     return Path(raw).expanduser() if raw else user_cache_dir() / "state"
 
@@ -185,6 +199,28 @@ def state_dir_setting() -> Path:
 def ref_store_setting() -> str:
     """`sqlite` (default), `off`, or a `redis://` / `rediss://` URL."""
     return os.environ.get(REF_STORE_ENV, "").strip() or "sqlite"
+
+
+def application_setting(instance_name: str | None = None) -> str:
+    """The application a worker serves: Snakepit's instance name, else the operator's, else `default`."""
+    return (instance_name or "").strip() or os.environ.get(APPLICATION_ENV, "").strip() or "default"
+
+
+def inductor_remote_cache_wanted() -> bool:
+    return env_flag(INDUCTOR_REMOTE_CACHE_ENV)
+
+
+INDUCTOR_REMOTE_CACHE_SWITCHES = (
+    "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE",
+    "TORCHINDUCTOR_AUTOGRAD_REMOTE_CACHE",
+)
+
+
+def set_inductor_remote_cache_switches() -> None:
+    """Inductor's remote-cache switches on (an operator's own values win), before torch reads them at
+    its import. The one place the worker writes its environment."""
+    for name in INDUCTOR_REMOTE_CACHE_SWITCHES:
+        os.environ.setdefault(name, "1")
 
 
 def model_roots_setting() -> tuple[Path, ...]:

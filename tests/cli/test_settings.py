@@ -20,8 +20,9 @@ import pytest
 
 import compilation_bridge
 from compilation_bridge import settings
-from compilation_bridge.protocol import refs
-from compilation_bridge.protocol.refs import RefLimits
+from compilation_bridge.refs import limits as refs
+from compilation_bridge.refs.limits import RefLimits
+from compilation_bridge.refs.local import LocalRefTable
 from compilation_bridge.vllm_config import env as vllm_env
 
 PACKAGE = Path(compilation_bridge.__file__).resolve().parent
@@ -43,9 +44,8 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "vllm_config/vllm.py": ("VLLM_*",),
     "vllm_config/platforms.py": ("VLLM_*",),
     "vllm_config/model.py": ("VLLM_*",),
-    # Inductor's own variables: its cache folder, and its remote caches set beside a Redis ref store.
+    # Inductor's own variables: its cache folder.
     "compile/backend.py": ("TORCHINDUCTOR_*",),
-    "protocol/refsetup.py": ("TORCHINDUCTOR_*",),
     # `--platform` written into the environment, for settings to read.
     "transport/launch.py": ("COMPILATION_BRIDGE_PLATFORM",),
 }
@@ -219,15 +219,18 @@ def test_ref_limits_defaults_and_fallbacks() -> None:
             "COMPILATION_BRIDGE_MAX_RSS_MB": "6",
         }
     )
-    assert limits == RefLimits(1.5, 3, 4, 5, 6 << 20)
+    assert limits == RefLimits(1.5, max_per_session=3, max_total=4, max_sessions=5, max_rss_bytes=6 << 20)
 
 
 def test_ref_limits_zero_means_no_limit_and_negatives_are_zero() -> None:
     names = ["SNAKEBRIDGE_REF_MAX", "COMPILATION_BRIDGE_MAX_TOTAL_REFS", "COMPILATION_BRIDGE_MAX_SESSIONS"]
     names += ["COMPILATION_BRIDGE_MAX_RSS_MB", "SNAKEBRIDGE_REF_TTL_SECONDS"]
+    names += ["COMPILATION_BRIDGE_REF_LEASE_SECONDS", "COMPILATION_BRIDGE_MAX_REF_BYTES"]
+    names += ["COMPILATION_BRIDGE_MAX_SESSION_BYTES", "COMPILATION_BRIDGE_MAX_STORE_BYTES"]
+    nothing = RefLimits(0.0, 0.0, 0, 0, 0, 0, 0, 0, 0)
     for text in ("0", "-7"):
-        assert RefLimits.from_env(dict.fromkeys(names, text)) == RefLimits(0.0, 0, 0, 0, 0)
-    table = refs.RefTable(RefLimits(0.0, 0, 0, 0, 0))
+        assert RefLimits.from_env(dict.fromkeys(names, text)) == nothing
+    table = LocalRefTable(nothing)
     for n in range(50):
         table.put(f"S{n % 7}", n)  # nothing refused, nothing evicted
     assert sum(len(r) for r in table._sessions.values()) == 50

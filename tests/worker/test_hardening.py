@@ -15,9 +15,11 @@ import grpc
 import pytest
 from tests.worker.conftest import construct, payload
 
+from compilation_bridge.protocol.codec import ref_identity
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.protocol.refs import RefLimits, RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import MAX_SESSION_ID_BYTES
+from compilation_bridge.refs.limits import RefLimits
+from compilation_bridge.refs.local import LocalRefTable
 from compilation_bridge.testing.fake_elixir import ElixirBridgeServer
 from compilation_bridge.testing.session import snakebridge_payload
 from compilation_bridge.transport import jsonio
@@ -175,7 +177,7 @@ def test_sessions_without_refs_leave_nothing_behind(dispatcher: Dispatcher) -> N
 
 
 def test_a_burst_of_sessions_does_not_refuse_later_ones() -> None:
-    table = RefTable(RefLimits(max_sessions=10))
+    table = LocalRefTable(RefLimits(max_sessions=10))
     for n in range(1000):  # made-up sessions whose refs went away: released, or dropped by release_session
         ref_id = table.put(f"made-up-{n}", n)
         if n % 2:
@@ -188,7 +190,7 @@ def test_a_burst_of_sessions_does_not_refuse_later_ones() -> None:
 
 
 def test_sessions_holding_refs_are_capped_without_evicting_anyone() -> None:
-    table = RefTable(RefLimits(max_sessions=2))
+    table = LocalRefTable(RefLimits(max_sessions=2))
     a = table.put("A", 1)
     table.put("B", 2)
     with pytest.raises(RuntimeError, match=r"too many sessions hold SnakeBridge references \(2, limit 2\)"):
@@ -200,12 +202,12 @@ def test_sessions_holding_refs_are_capped_without_evicting_anyone() -> None:
 
 
 def test_new_sessions_always_pass_the_memory_check(monkeypatch: pytest.MonkeyPatch) -> None:
-    from compilation_bridge.protocol import refs as refs_module
+    from compilation_bridge.refs import limits as refs_module
 
     monkeypatch.setattr(refs_module, "resident_bytes", lambda: 10 << 30)
-    table = RefTable(RefLimits(max_rss_bytes=1 << 30))
+    table = LocalRefTable(RefLimits(max_rss_bytes=1 << 30))
     with pytest.raises(MemoryError):
-        table.put("first-session", 1)  # the first put of a session, not only every 64th put
+        table.put("first-session", 1)  # every put is checked
     assert table.session_count() == 0
 
 

@@ -6,6 +6,7 @@ events. Importing this package registers the VllmBackend factory behind
 `CompilationConfig.init_backend` for VLLM_COMPILE.
 """
 
+from compilation_bridge import remote_cache
 from compilation_bridge.compile import progress
 from compilation_bridge.compile.backend import VllmBackend, vllm_backend_factory
 from compilation_bridge.compile.compiler import InductorCompileError
@@ -16,6 +17,7 @@ from compilation_bridge.compile.runner import CompiledModel, compile_model, prel
 from compilation_bridge.vllm_config import set_vllm_backend_factory
 
 set_vllm_backend_factory(vllm_backend_factory)
+remote_cache.install()  # Inductor's remote caches, when the operator asked for them (before any compile)
 
 __all__ = [
     "MODELS",

@@ -16,11 +16,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from compilation_bridge.protocol.refs import is_wire_ref
+from compilation_bridge.protocol.sessionids import (
+    MAX_SESSION_ID_BYTES,
+    check_session_id,
+    is_too_long,
+    utf8_size,
+)
 from compilation_bridge.settings import env_flag
 
 SCHEMA = 1
 MAX_DEPTH = 64
+SESSION_MISMATCH = "SnakeBridge reference session mismatch"
+INVALID_REF = "Invalid SnakeBridge reference payload"
+MISSING_ID = "SnakeBridge reference missing id"
 
 ResolveRef = Callable[[dict[str, Any]], Any]
 MakeRef = Callable[[Any, str | None], dict[str, Any]]  # (object, stream_type or None) -> wire ref
@@ -264,3 +272,39 @@ def _iso_tag(value: dt.date | dt.time) -> str:
     if isinstance(value, dt.datetime):
         return "datetime"
     return "date" if isinstance(value, dt.date) else "time"
+
+
+def ref_identity(ref: Any, session_id: str) -> str:
+    """The ref id of a wire ref, after checking its shape and that it belongs to `session_id`."""
+    if not isinstance(ref, dict):
+        raise ValueError(INVALID_REF)
+    if ref.get("__type__") in ("ref", "stream_ref"):
+        ref_id = ref.get("id") or ref.get("ref_id")
+    elif ref.get("__snakebridge_ref__"):
+        ref_id = ref.get("ref_id")
+    elif "id" in ref and ("session_id" in ref or "ref_id" in ref):
+        ref_id = ref.get("id")
+    else:
+        raise ValueError(INVALID_REF)
+    if not ref_id:
+        raise ValueError(MISSING_ID)
+    if not isinstance(ref_id, str):
+        raise ValueError(INVALID_REF)
+    if is_too_long(ref_id):  # ours are 32 hex digits; a longer one would only be echoed back in errors
+        raise ValueError(
+            f"SnakeBridge reference id too long: {utf8_size(ref_id)} bytes "
+            f"(limit {MAX_SESSION_ID_BYTES} bytes)"
+        )
+    ref_session = ref.get("session_id")
+    if isinstance(ref_session, str):
+        check_session_id(ref_session, "reference session_id")
+    if ref_session is not None and ref_session != session_id:
+        raise ValueError(SESSION_MISMATCH)
+    return ref_id
+
+
+def is_wire_ref(value: dict[str, Any]) -> bool:
+    """Whether a decoded dict is a ref by SnakeBridge's rules (tagged, legacy, or untagged id+session)."""
+    if value.get("__type__") in ("ref", "stream_ref") or value.get("__snakebridge_ref__"):
+        return True
+    return "__type__" not in value and "id" in value and ("session_id" in value or "ref_id" in value)

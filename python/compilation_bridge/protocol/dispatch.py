@@ -13,16 +13,17 @@ from typing import Any
 
 from compilation_bridge.protocol import codec, streams
 from compilation_bridge.protocol.calls import HANDLERS, Call
+from compilation_bridge.protocol.codec import ref_identity
 from compilation_bridge.protocol.errors import (
     SnakeBridgeProtocolError,
     error_context,
     error_payload,
     fallback_payload,
 )
-from compilation_bridge.protocol.refcompiled import recording
-from compilation_bridge.protocol.refs import RefTable, ref_identity
 from compilation_bridge.protocol.sessionids import check_session_id
-from compilation_bridge.protocol.sharedrefs import SharedRefTable
+from compilation_bridge.refs.compiled import recording
+from compilation_bridge.refs.local import LocalRefTable
+from compilation_bridge.refs.table import Origin, RefTable
 from compilation_bridge.settings import env_flag
 from compilation_bridge.surface import Surface, default_surface
 
@@ -35,7 +36,6 @@ STREAM_TOOL = "snakebridge.stream"
 RELEASE_REF_TOOL = "snakebridge.release_ref"
 RELEASE_SESSION_TOOL = "snakebridge.release_session"
 HELPERS_TOOL = "snakebridge.helpers"
-Origin = tuple[str, str]
 STREAM_CALL_TYPES = {None: "function", "function": "function", "dynamic_stream": "dynamic"}
 # Calls that cannot change the refs they name: their refs are not encoded again afterwards (with a shared
 # ref table that is the per-call cost of a change check). Everything else may change an argument or the
@@ -88,10 +88,10 @@ def session_of(payload: dict[str, Any], request_session_id: str) -> str:
 
 
 class Dispatcher:
-    def __init__(self, surface: Surface | None = None, refs: RefTable | SharedRefTable | None = None) -> None:
-        # compile_model records what each model was built from, for the ref store (refcompiled.py)
+    def __init__(self, surface: Surface | None = None, refs: RefTable | None = None) -> None:
+        # compile_model records what each model was built from, for the ref store (refs/compiled.py)
         self.surface = surface or default_surface(wrap_compile=recording)
-        self.refs = refs or RefTable()
+        self.refs: RefTable = refs or LocalRefTable()
 
     # ---------------------------------------------------------------------------------- entry points
     def execute(self, tool_name: str, payload: Any, request_session_id: str) -> Reply:
@@ -112,6 +112,16 @@ class Dispatcher:
                 "%s failed: %s: %s", error["context"].get("tool_name", "?"), error["type"], error["message"]
             )
         return Reply(False, error=error)
+
+    def release_session_soon(self, request_session_id: str) -> int:
+        """CleanupSession: the session's refs go without waiting for the store (never raises)."""
+        if not request_session_id:
+            return 0
+        try:
+            return self.refs.release_session_soon(check_session_id(request_session_id))
+        except Exception as exc:  # an id we refuse, or a table that could not queue the release
+            log.warning("CleanupSession: %s: %s", type(exc).__name__, exc)
+            return 0
 
     def stream(self, tool_name: str, payload: Any, request_session_id: str) -> Iterator[Any]:
         """Encoded items for ExecuteStreamingTool. Raises on bad input (before the first item)."""

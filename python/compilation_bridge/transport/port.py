@@ -31,7 +31,6 @@ import signal
 import struct
 import sys
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -40,6 +39,7 @@ import msgpack
 from compilation_bridge.protocol.dispatch import STREAM_TOOL, Dispatcher, Reply
 from compilation_bridge.protocol.errors import fallback_payload
 from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
+from compilation_bridge.worker import Worker
 
 log = logging.getLogger("compilation_bridge.transport.port")
 
@@ -261,26 +261,32 @@ def claim_stdio() -> tuple[BinaryIO, BinaryIO]:
     return inp, out
 
 
-def _exit_now(signum: int, _frame: Any) -> None:
-    # A long compile cannot be interrupted from Python; SIGTERM still ends the process at once.
-    logging.shutdown()
-    os._exit(EXIT_OK)
+def _stop_on_sigterm(worker: Worker) -> None:
+    def stop(signum: int, _frame: Any) -> None:
+        # A long compile cannot be interrupted from Python; SIGTERM still ends the process at once, after
+        # the worker wrote what waits for its store. On a thread of its own: the signal may arrive while
+        # the main thread holds the ref table's lock.
+        def stop_and_exit() -> None:
+            worker.stop()
+            logging.shutdown()
+            os._exit(EXIT_OK)
+
+        threading.Thread(target=stop_and_exit, name="stop", daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
 
 
-def run_port(
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-    dispatcher_factory: Callable[[], Dispatcher] | None = None,
-) -> int:
+def run_port(max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES, worker: Worker | None = None) -> int:
     inp, out = claim_stdio()
-    signal.signal(signal.SIGTERM, _exit_now)
     # Ctrl-C in an interactive shell reaches the whole process group; the BEAM owns our lifetime.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if dispatcher_factory is None:
-        from compilation_bridge.protocol.refsetup import worker_dispatcher
-
-        dispatcher_factory = worker_dispatcher
-    server = PortServer(dispatcher_factory(), inp, out, max_frame_bytes)
+    worker = worker or Worker()
+    _stop_on_sigterm(worker)
+    worker.start()
+    server = PortServer(worker.dispatcher, inp, out, max_frame_bytes)
     try:
         return server.serve()
     except BrokenPipeError:
         return EXIT_OK  # the owner closed our stdout: nobody is listening any more
+    finally:
+        worker.stop()

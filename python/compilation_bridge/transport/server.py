@@ -2,9 +2,10 @@
 
 Order (docs/wire.md#ready-file): setsid (if asked) -> bind -> start -> ready file -> serve. Tool work
 runs on the gRPC server's threads, behind a cap that leaves threads free for Ping/Heartbeat. On
-SIGTERM or SIGINT the server stops accepting calls and the process exits 0 within about a second,
-even if a tool (a long compile) is still running: Python cannot interrupt that thread, so the
-process ends with os._exit once the server has stopped.
+SIGTERM or SIGINT the server stops accepting calls, gives those in flight `DRAIN_S` to finish, and the
+`Worker` writes what waits for the ref store (or journals it); the process then exits 0 well within
+Snakepit's 6 s, even if a tool (a long compile) is still running: Python cannot interrupt that thread,
+so the process ends with os._exit.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 import grpc
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.protocol.refsetup import worker_dispatcher
+from compilation_bridge.settings import application_setting
 from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
@@ -32,12 +33,14 @@ from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.readyfile import write_ready_file
 from compilation_bridge.transport.reflection import add_reflection
 from compilation_bridge.transport.servicer import MAX_TELEMETRY_STREAMS, BridgeServicer
+from compilation_bridge.worker import Worker
 
 log = logging.getLogger("compilation_bridge.transport")
 
 SERVICE_NAME = "snakepit.bridge.BridgeService"
 SERVICE_NAMES = (SERVICE_NAME, "grpc.health.v1.Health")  # what reflection lists, when enabled
 STOP_GRACE_S = 0.5
+DRAIN_S = 2.0  # at SIGTERM, how long calls in flight may take to finish before they are cancelled
 # Threads beyond the tool cap and the long-lived streams' caps, always free for Ping, Heartbeat and the
 # session RPCs (all short): no number of open streams or running tools can take them.
 SPARE_THREADS = 8
@@ -149,11 +152,13 @@ def serve(options: ServeOptions) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        dispatcher = worker_dispatcher()
+        worker = Worker(application_setting(options.instance_name))
+        dispatcher = worker.dispatcher
         running = build_server(options, dispatcher)
     except Exception as exc:
         log.error("cannot start: %s", exc)
         return 1
+    worker.start()
     if options.ready_file:
         write_ready_file(options.ready_file, running.port)
     log.info("serving on %s:%d (pid %d, run id %s)", options.host, running.port, os.getpid(), options.run_id)
@@ -166,7 +171,8 @@ def serve(options: ServeOptions) -> int:
     log.info("stopping")
     if heartbeat is not None:
         heartbeat.stop()
-    running.stop()
+    running.stop(DRAIN_S)  # new calls are refused at once; those in flight get DRAIN_S to finish
+    worker.stop()  # then what they accepted is written (or journaled) and the store closed
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)

@@ -111,7 +111,8 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
             return pb.CleanupSessionResponse(success=False)
         with self._sessions_lock:
             self.sessions.pop(request.session_id, None)
-        released = self.dispatcher.refs.release_session(request.session_id) if request.session_id else 0
+        # Never a store round trip here: this runs on the threads kept for the control path.
+        released = self.dispatcher.release_session_soon(request.session_id) if request.session_id else 0
         return pb.CleanupSessionResponse(success=True, resources_cleaned=released)
 
     # -------------------------------------------------------------------- Python -> Elixir RPCs

@@ -2,9 +2,9 @@
 
 Scalars are JSON; everything else is `{"t": tag, ...}`: containers (list, tuple, set, frozenset, dict,
 Counter), paths, non-finite floats, the config model's classes, members of its enums, instances of its
-dataclasses
-(every instance attribute, `init=False` fields and private ones included, so that equality, `repr` and
-`compute_hash` come back exactly), and compiled models (their recipe: see refcompiled). Objects are
+dataclasses (every instance attribute, `init=False` fields and private ones included, so that equality,
+`repr` and `compute_hash` come back exactly), and what extensions register (compiled models: see
+refs/compiled.py). Objects are
 rebuilt without running `__init__` or validators: the state is what the object was, not a request to
 build one. An object seen twice within one state is written once and referred to (`same`), so shared
 sub-objects stay shared. Nothing here imports or calls code named by the data: a class name that is not
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path, PurePath
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -31,6 +31,24 @@ FORMAT = 1
 CONFIG_PACKAGE = "compilation_bridge.vllm_config"
 _SPECIAL = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _SEQUENCES: dict[type, str] = {list: "list", tuple: "tuple", set: "set", frozenset: "frozenset"}
+
+
+class Extension(NamedTuple):
+    """A kind of object this format carries beyond data: `encode` returns its JSON-ready form (None when
+    the object is not of its kind), `decode` rebuilds it."""
+
+    encode: Callable[[Any], Any]
+    decode: Callable[[Any], Any]
+
+
+_EXTENSIONS: dict[str, Extension] = {}
+
+
+def register_extension(tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> None:
+    """Teach the format a kind of object (registered by the module that knows it, at its import)."""
+    if tag in _DECODERS:
+        raise ValueError(f"{tag!r} is a built-in tag of the ref state format")
+    _EXTENSIONS[tag] = Extension(encode, decode)
 
 
 class NotStorable(TypeError):
@@ -61,6 +79,12 @@ def allowed_types() -> dict[str, type]:
             if isinstance(value, type) and value.__module__ == info.name and _storable_class(value):
                 found[type_name(value)] = value
     return found
+
+
+@cache
+def _allowed_names() -> dict[type, str]:
+    """class -> its name, for the encoder (one dict lookup per object instead of formatting a name)."""
+    return {cls: name for name, cls in allowed_types().items()}
 
 
 def _storable_class(cls: type) -> bool:
@@ -122,23 +146,25 @@ class _Encoder:
         if kind is dict or kind is Counter:
             pairs = [[self.value(k), self.value(v)] for k, v in value.items()]
             return {"t": "dict" if kind is dict else "counter", "v": pairs}
+        if kind in _allowed_names():  # a config dataclass (classes and enums were handled before)
+            value_of = self.value
+            attrs = {name: value_of(item) for name, item in vars(value).items()}
+            return {"t": "obj", "c": _allowed_names()[kind], "v": attrs}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            attrs = {name: self.value(item) for name, item in vars(value).items()}
-            return {"t": "obj", "c": self._class(kind), "v": attrs}
-        return self._compiled(value)
+            raise NotStorable(f"{type_name(kind)} is not a config type")
+        return self._extension(value)
 
-    def _compiled(self, value: Any) -> Any:
-        from compilation_bridge.protocol import refcompiled  # torch-free; only compiled models need it
-
-        recipe = refcompiled.recipe_of(value)
-        if recipe is None:
-            raise NotStorable(f"a {type(value).__name__} cannot be stored")
-        return {"t": "compiled", "v": recipe}
+    def _extension(self, value: Any) -> Any:
+        for tag, extension in _EXTENSIONS.items():
+            data = extension.encode(value)
+            if data is not None:
+                return {"t": tag, "v": data}
+        raise NotStorable(f"a {type(value).__name__} cannot be stored")
 
     def _class(self, cls: type) -> str:
-        name = type_name(cls)
-        if allowed_types().get(name) is not cls:
-            raise NotStorable(f"{name} is not a config type")
+        name = _allowed_names().get(cls)
+        if name is None:
+            raise NotStorable(f"{type_name(cls)} is not a config type")
         return name
 
 
@@ -146,6 +172,11 @@ class _Encoder:
 
 
 def decode(state: bytes) -> Any:
+    return decode_with_alias(state)[0]
+
+
+def decode_with_alias(state: bytes) -> tuple[Any, tuple[str, str] | None]:
+    """The object, and the (parent ref id, attribute) recorded by `encode` if any: one parse."""
     try:
         tree = orjson.loads(state)
     except orjson.JSONDecodeError as exc:
@@ -159,14 +190,12 @@ def decode(state: bytes) -> Any:
     if not isinstance(tree, dict) or tree.get("format") != FORMAT or "value" not in tree:
         raise CorruptState("not a ref state of this worker's format")
     try:
-        return _Decoder().value(tree["value"])
+        return _Decoder().value(tree["value"]), _alias(tree.get("alias"))
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
         raise CorruptState(f"malformed ref state: {type(exc).__name__}: {exc}") from None
 
 
-def alias_of(state: bytes) -> tuple[str, str] | None:
-    """The (parent ref id, attribute) recorded by `encode`, if any."""
-    alias = orjson.loads(state).get("alias")
+def _alias(alias: Any) -> tuple[str, str] | None:
     if alias is None:
         return None
     if not (isinstance(alias, list) and len(alias) == 2 and all(isinstance(x, str) for x in alias)):
@@ -185,9 +214,12 @@ class _Decoder:
             raise CorruptState(f"untagged {type(data).__name__} in a ref state")
         tag = data["t"]
         handler = _DECODERS.get(tag)
-        if handler is None:
+        if handler is not None:
+            return handler(self, data)
+        extension = _EXTENSIONS.get(tag) if isinstance(tag, str) else None
+        if extension is None:
             raise CorruptState(f"unknown tag {tag!r} in a ref state")
-        return handler(self, data)
+        return self._register(extension.decode(data["v"]))
 
     def _register(self, obj: Any) -> Any:
         self._objects.append(obj)
@@ -239,12 +271,6 @@ class _Decoder:
             raise CorruptState(f"{data['c']} is not an enum")
         return cls(self.value(data["v"]))
 
-    def compiled(self, data: dict[str, Any]) -> Any:
-        from compilation_bridge.protocol import refcompiled
-
-        obj = refcompiled.rebuild(data["v"])
-        return self._register(obj)
-
 
 _PENDING = object()
 
@@ -282,5 +308,4 @@ _DECODERS: dict[str, Callable[[_Decoder, dict[str, Any]], Any]] = {
     "obj": _Decoder.obj,
     "enum": _Decoder.enum_member,
     "class": lambda _d, data: _allowed(data["c"]),
-    "compiled": _Decoder.compiled,
 }

@@ -6,20 +6,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.refstore.redisserver import RedisServer, available
+from tests.refs.redisserver import RedisServer, available
 
-from compilation_bridge.protocol.refsign import KEY_FILE, Signer, load_or_create_key
-from compilation_bridge.protocol.statedir import private_state_dir
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    return private_state_dir(tmp_path / "state")
+from compilation_bridge.refs.keys import KEY_FILE, StateFolder
+from compilation_bridge.refs.signing import Signer
 
 
 @pytest.fixture
-def signer(state_dir: Path) -> Signer:
-    return Signer(load_or_create_key(state_dir), state_dir / KEY_FILE)
+def folder(tmp_path: Path) -> Iterator[StateFolder]:
+    folder = StateFolder(tmp_path / "state")
+    yield folder
+    folder.close()
+
+
+@pytest.fixture
+def state_dir(folder: StateFolder) -> Path:
+    return folder.path
+
+
+@pytest.fixture
+def signer(folder: StateFolder) -> Signer:
+    return Signer(folder.key(), folder.path / KEY_FILE)
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,9 @@ A `CompiledModel` holds torch modules and compiled code, which are not data; wha
 as it was when `compile_model` was called, and the model options). Another worker rebuilds the model by
 calling `compile_model` with them: the compile cache (and, with Redis, Inductor's remote caches) makes
 that a warm load, not a new compilation. Run counters start again from zero on the rebuilt model.
+
+The state format learns the kind at this module's import (`register_extension`): `refs/__init__.py`
+imports it, so the format never imports back the code that compiles.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from compilation_bridge.protocol import refstate
+from compilation_bridge.refs import state as refstate
 
 # compiled model -> its recipe (JSON-ready), for as long as the model lives
 _recipes: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -44,6 +47,7 @@ def recipe_of(obj: Any) -> Any:
 
 
 def rebuild(recipe: Any) -> Any:
+    """The compiled model made again from its recipe (a warm load from the compile cache)."""
     if not isinstance(recipe, str):
         raise refstate.CorruptState("a compiled model's recipe must be a string")
     args, kwargs = refstate.decode(recipe.encode())
@@ -52,3 +56,6 @@ def rebuild(recipe: Any) -> Any:
     from compilation_bridge.compile import compile_model  # imports torch: only when a model is restored
 
     return recording(compile_model)(*args, **kwargs)
+
+
+refstate.register_extension("compiled", recipe_of, rebuild)

@@ -10,33 +10,43 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.refstore.redisserver import RedisServer
+from tests.refs.redisserver import RedisServer
 from tests.worker.conftest import construct, payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.protocol.refs import RefLimits
-from compilation_bridge.protocol.refsign import Signer
-from compilation_bridge.protocol.refstore_redis import RedisStore
-from compilation_bridge.protocol.refstore_sqlite import DB_FILE, SqliteStore
-from compilation_bridge.protocol.sharedrefs import RETRY_EVERY_S, SharedRefTable
+from compilation_bridge.refs.keys import StateFolder
+from compilation_bridge.refs.limits import RefLimits
+from compilation_bridge.refs.shared import RETRY_MAX_S, SharedRefTable
+from compilation_bridge.refs.signing import Signer
+from compilation_bridge.refs.store import Key
+from compilation_bridge.refs.store.redis import RedisStore
+from compilation_bridge.refs.store.sqlite import DB_FILE, SqliteStore
 
 Workers = Callable[..., Dispatcher]
 
 
 @pytest.fixture
-def workers(state_dir: Path, signer: Signer) -> Iterator[Workers]:
-    """A factory of 'workers' (dispatchers) sharing the test's SQLite store."""
-    opened: list[SqliteStore] = []
+def workers(folder: StateFolder, signer: Signer) -> Iterator[Workers]:
+    """A factory of 'workers' (dispatchers) sharing the test's SQLite store, each table started."""
+    opened: list[SharedRefTable] = []
 
-    def worker(limits: RefLimits | None = None, key: Signer | None = None, clock: Any = None) -> Dispatcher:
-        store = SqliteStore(state_dir)
-        opened.append(store)
+    def worker(
+        limits: RefLimits | None = None,
+        key: Signer | None = None,
+        clock: Any = None,
+        application: str = "default",
+    ) -> Dispatcher:
         extra = {"clock": clock} if clock else {}
-        return Dispatcher(refs=SharedRefTable(store, key or signer, limits or RefLimits(), **extra))
+        table = SharedRefTable(
+            SqliteStore(folder), key or signer, application, limits or RefLimits(), **extra
+        )
+        table.start()
+        opened.append(table)
+        return Dispatcher(refs=table)
 
     yield worker
-    for store in opened:
-        store.close()
+    for table in opened:
+        table.close(0)
 
 
 def call(dispatcher: Dispatcher, **fields: Any) -> Any:
@@ -154,9 +164,25 @@ def test_a_tampered_entry_is_refused(workers: Workers, state_dir: Path) -> None:
     assert "failed authentication" in err["message"]
 
 
-def test_an_entry_signed_with_another_key_is_refused(workers: Workers) -> None:
+def test_another_key_is_another_namespace(workers: Workers) -> None:
     a, b = workers(), workers(key=Signer(b"k" * 32))
     ref = construct(a)
+    assert (
+        "Unknown SnakeBridge reference"
+        in fails(b, call_type="get_attr", attr="mode", instance=ref)["message"]
+    )
+
+
+def test_an_entry_signed_with_another_key_is_refused(workers: Workers, state_dir: Path) -> None:
+    a, b = workers(), workers()
+    ref = construct(a)
+    forger = Signer(b"k" * 32)
+    with sqlite3.connect(state_dir / DB_FILE) as db:
+        version, state = db.execute("SELECT version, state FROM refs").fetchone()
+        key = Key(a.refs.app, "S", ref["id"])  # type: ignore[attr-defined]
+        db.execute(
+            "UPDATE refs SET version = ?, mac = ?", (version + 1, forger.sign(key, version + 1, state))
+        )
     assert "failed authentication" in fails(b, call_type="get_attr", attr="mode", instance=ref)["message"]
 
 
@@ -176,9 +202,9 @@ def test_copies_of_refs_released_elsewhere_are_swept(workers: Workers) -> None:
     get(b, ref, "mode")
     assert b.execute("snakebridge.release_ref", payload("S", ref=ref), "w").result is True
     assert len(a.refs._local) == 1
-    now[0] += 11
-    construct(a, "T")  # any call sweeps, at most every SWEEP_EVERY_S
-    assert [key[0] for key in a.refs._local] == ["T"]
+    construct(a, "T")
+    a.refs._sweep()  # the table's own thread does this every SWEEP_EVERY_S
+    assert [key.session for key in a.refs._local] == ["T"]
 
 
 def test_a_class_held_by_ref_is_served_anywhere(workers: Workers) -> None:
@@ -196,9 +222,9 @@ def test_ttl_drops_unused_refs_everywhere(workers: Workers) -> None:
     assert get(b, ref, "mode") is None
     now[0] += 8  # used 8 s ago on b: still alive
     assert get(a, ref, "mode") is None
-    now[0] += 30
-    construct(b, "T")  # any call prunes
+    now[0] += 30  # an expired entry is gone at once, before any prune
     assert "Unknown" in fails(a, call_type="get_attr", attr="mode", instance=ref)["message"]
+    assert a.refs.count() == 1 and a.refs.store.prune(now[0]) == 1 and a.refs.count() == 0
 
 
 # ------------------------------------------------------------------------------ Redis, and its outage
@@ -206,17 +232,18 @@ def test_ttl_drops_unused_refs_everywhere(workers: Workers) -> None:
 
 @pytest.fixture
 def redis_workers(redis_server: RedisServer, signer: Signer) -> Iterator[Workers]:
-    prefix = f"test:{uuid.uuid4().hex}:"
-    opened: list[RedisStore] = []
+    base = f"test:{uuid.uuid4().hex}:"
+    opened: list[SharedRefTable] = []
 
     def worker() -> Dispatcher:
-        store = RedisStore(redis_server.url, prefix=prefix)
-        opened.append(store)
-        return Dispatcher(refs=SharedRefTable(store, signer, RefLimits()))
+        table = SharedRefTable(RedisStore(redis_server.url, base=base), signer, "default", RefLimits())
+        table.start()
+        opened.append(table)
+        return Dispatcher(refs=table)
 
     yield worker
-    for store in opened:
-        store.close()
+    for table in opened:
+        table.close(0)
 
 
 def test_redis_shares_refs_and_changes(redis_workers: Workers) -> None:
@@ -241,8 +268,7 @@ def test_an_unreachable_store_loses_nothing(redis_workers: Workers, redis_server
         call(b, call_type="set_attr", attr="cache_dir", instance=held, args=["/tmp/down"])
     finally:
         redis_server.resume()
-    time.sleep(RETRY_EVERY_S + 0.1)
-    get(b, held, "mode")  # the first call once it is back (and the retry interval passed) writes what waited
+    time.sleep(RETRY_MAX_S + 0.5)  # no call needed: the table's own thread writes what waited
     assert get(a, made_while_down, "mode") == 1
     assert get(a, held, "cache_dir") == "/tmp/down"
     assert get(b, only_on_a, "mode") == 2

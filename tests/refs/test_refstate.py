@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compilation_bridge.protocol import refstate
+from compilation_bridge.refs import state as refstate
 from compilation_bridge.vllm_config import (
     CompilationConfig,
     CompilationMode,

@@ -1,7 +1,8 @@
 """Two hosts (own state, caches and workers; one Redis): a compiled model made on A is served on B.
 
-B rebuilds the `CompiledModel` from its recipe in the ref store; with the Redis store, Inductor's FX
-graph and AOTAutograd caches live in the same Redis, so B's compile finds A's artifacts there.
+B rebuilds the `CompiledModel` from its recipe in the ref store; with the Redis store and
+`COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE`, Inductor's FX graph and AOTAutograd caches live in the same
+Redis, every entry behind a MAC, so B's compile finds A's artifacts there and nobody else's.
 """
 
 from __future__ import annotations
@@ -11,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import redis
-from tests.refstore.redisserver import RedisServer
+from tests.refs.redisserver import RedisServer
 
-from compilation_bridge.protocol.refsign import KEY_FILE
+from compilation_bridge.refs.keys import KEY_FILE
 from compilation_bridge.testing.session import SnakeBridgeSession, wire_ref
 from compilation_bridge.testing.worker_process import WorkerProcess, host_env
 
@@ -21,8 +22,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 def test_a_compiled_model_moves_to_another_host(tmp_path: Path, redis_server: RedisServer) -> None:
-    env_a = host_env(tmp_path / "a", redis_server.url)
-    env_b = host_env(tmp_path / "b", redis_server.url)
+    cache = {"COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE": "1"}
+    env_a = {**host_env(tmp_path / "a", redis_server.url), **cache}
+    env_b = {**host_env(tmp_path / "b", redis_server.url), **cache}
     host_a = WorkerProcess.spawn(extra_env=env_a)
     try:
         Path(env_b["COMPILATION_BRIDGE_STATE_DIR"]).mkdir(mode=0o700)
@@ -79,3 +81,24 @@ def test_on_one_host_the_rebuilt_model_loads_from_the_compile_cache(tmp_path: Pa
     finally:
         first.terminate()
         second.terminate()
+
+
+def test_remote_cache_entries_without_the_mac_are_misses(redis_server: RedisServer) -> None:
+    """Inductor unpickles what its remote cache returns: a value planted without the key never gets there."""
+    from compilation_bridge import remote_cache
+    from compilation_bridge.refs.signing import Signer
+
+    torch_remote_cache = pytest.importorskip("torch._inductor.remote_cache")
+    backend = remote_cache._backend_class(torch_remote_cache, redis_server.url, Signer(b"k" * 32).tag)()
+    backend.put("pt2:test::key", b"compiled artefact")
+    assert backend.get("pt2:test::key") == b"compiled artefact"
+    client = redis.Redis.from_url(redis_server.url)
+    try:
+        stored = client.get("pt2:test::key")
+        assert stored is not None and stored.endswith(b"compiled artefact") and len(stored) == 32 + 17
+        client.set("pt2:test::key", b"\x80\x04cos\nsystem\n")  # a pickle someone planted
+        assert backend.get("pt2:test::key") is None
+        client.set("pt2:test::other", stored)  # a genuine entry moved to another key
+        assert backend.get("pt2:test::other") is None
+    finally:
+        client.close()

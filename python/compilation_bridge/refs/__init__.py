@@ -1,0 +1,9 @@
+"""Refs: the objects callers hold between calls, and the store that lets every worker serve them.
+
+`table.RefTable` is the interface; `local` keeps objects in one worker, `shared` keeps their state in a
+`store` (SQLite on one host, Redis across hosts) under the application's namespace, signed
+(`signing`, with the key of `keys`), encoded by `state`, bounded by `limits`. `setup.open_ref_table`
+picks one by the operator's settings.
+"""
+
+from compilation_bridge.refs import compiled  # noqa: F401  (teaches the state format compiled models)

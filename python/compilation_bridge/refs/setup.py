@@ -1,0 +1,54 @@
+"""The worker's ref table, chosen by the operator's `COMPILATION_BRIDGE_REF_STORE` setting.
+
+`sqlite` (the default) shares refs between the workers of one application on this host; `redis://...`
+between hosts (and, when `COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE` is on, Inductor's own caches too, each
+entry authenticated before it is unpickled); `off` keeps each worker's refs to itself.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from compilation_bridge.refs.journal import Journal
+from compilation_bridge.refs.keys import KEY_FILE, StateFolder
+from compilation_bridge.refs.local import LocalRefTable
+from compilation_bridge.refs.shared import SharedRefTable
+from compilation_bridge.refs.signing import Signer
+from compilation_bridge.refs.store import Store
+from compilation_bridge.refs.table import RefTable
+from compilation_bridge.settings import REF_STORE_ENV, inductor_remote_cache_wanted, ref_store_setting
+
+log = logging.getLogger("compilation_bridge.refs")
+
+OFF = ("off", "none", "local")
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def open_ref_table(application: str = "default") -> RefTable:
+    """The table of a serving worker for `application` (not started: its owner starts and closes it)."""
+    setting = ref_store_setting()
+    if setting.lower() in OFF:
+        return LocalRefTable()
+    folder = StateFolder()
+    signer = Signer(folder.key(), folder.path / KEY_FILE)
+    store = open_store(setting, folder, signer)
+    table = SharedRefTable(store, signer, application, journal=Journal(folder, signer, store.location))
+    log.info("refs shared through %s", store.location)
+    return table
+
+
+def open_store(setting: str, folder: StateFolder, signer: Signer) -> Store:
+    # Each store's module is imported only when chosen: the redis client is not loaded for SQLite.
+    if setting.lower() == "sqlite":
+        from compilation_bridge.refs.store.sqlite import SqliteStore
+
+        return SqliteStore(folder)
+    if setting.startswith(REDIS_SCHEMES):
+        from compilation_bridge.refs.store.redis import RedisStore
+
+        if inductor_remote_cache_wanted():
+            from compilation_bridge.remote_cache import use_authenticated_remote_cache
+
+            use_authenticated_remote_cache(setting, signer.tag)
+        return RedisStore(setting)
+    raise ValueError(f"{REF_STORE_ENV} must be sqlite, off, or a redis:// URL, not {setting[:40]!r}")

@@ -1,0 +1,514 @@
+"""The shared ref table: every ref's state in a `Store` any worker of the application can read.
+
+Each worker keeps the objects it has used in a local cache, tagged with the store's version of each. A use
+checks that version first (one indexed read): equal, the local object is served; different or absent
+locally, the state is loaded, its size, version and signature checked and the object rebuilt, so a worker
+serves a ref another worker created or changed exactly as that worker would. After a call that may have
+changed its refs (`sync`), their state is encoded again and written only if it changed (the cache keeps a
+digest of each state, not a copy), as the next version, and only if nobody wrote a newer one meanwhile.
+
+Everything the table writes lies in its application's namespace (`Signer.namespace`), carries a lease
+renewed by use, and is signed over application, session, ref, version and state.
+
+When the store cannot be reached, refs this worker holds keep working, new refs and changes are kept and
+written by the background flusher as soon as the store answers again (or, at shutdown, journaled in the
+state folder and written by the next worker), and a ref it would have to load fails with
+`RefStoreUnavailable`. Maintenance (that flusher, expiry, dropping stale copies, giving the WAL back)
+runs on the table's own thread, never on a call's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import itertools
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from compilation_bridge.refs import state as refstate
+from compilation_bridge.refs.journal import Journal, Pending
+from compilation_bridge.refs.limits import DECODE_GROWTH, RefLimits
+from compilation_bridge.refs.signing import Signer
+from compilation_bridge.refs.store import (
+    FOREVER_S,
+    Entry,
+    Key,
+    QuotaExceeded,
+    Store,
+    StoreUnavailable,
+    new_version,
+)
+from compilation_bridge.refs.table import UNKNOWN_REF, Origin
+
+log = logging.getLogger("compilation_bridge.refs")
+
+RETRY_FIRST_S = 0.05  # while the store is unreachable, pending writes are tried again after this...
+RETRY_MAX_S = 1.0  # ... doubling up to this
+TOUCH_EVERY_S = 1.0  # last-use times in the store are this coarse: a write per ref per second at most
+MAINTAIN_EVERY_S = 1.0
+# Copies of refs released or changed elsewhere would stay in memory until used again: every SWEEP_EVERY_S
+# the SWEEP_BATCH least recently used copies are checked against the store, and stale ones dropped.
+SWEEP_EVERY_S = 10.0
+SWEEP_BATCH = 256
+TIDY_EVERY_S = 30.0  # how often the store gives back space beyond its data (SQLite's WAL)
+
+
+class RefStoreUnavailable(ConnectionError):
+    pass
+
+
+class RefStoreIntegrityError(ValueError):
+    pass
+
+
+@dataclass
+class _Local:
+    obj: Any
+    version: int  # the store's version this object matches; 0 while its creation waits for the store
+    digest: bytes  # of its encoded state (or of the marker of an object that cannot be stored)
+    storable: bool
+    touched: float
+    # (parent ref id, attribute) when the object was read from another ref's object (a get_attr): it is
+    # then served as that attribute of the parent's current copy, so both refs keep sharing one object
+    # on every worker, as they do in the worker that made them.
+    alias: Origin | None = None
+
+
+def _digest(state: bytes) -> bytes:
+    return hashlib.blake2b(state, digest_size=16).digest()
+
+
+class SharedRefTable:
+    def __init__(
+        self,
+        store: Store,
+        signer: Signer,
+        application: str = "default",
+        limits: RefLimits | None = None,
+        journal: Journal | None = None,
+        clock: Callable[[], float] = time.time,  # wall time: expiry times are compared across hosts
+    ) -> None:
+        self.store = store
+        self.signer = signer
+        self.app = signer.namespace(application)
+        self.limits = limits or RefLimits.from_env()
+        self.journal = journal
+        self.worker = f"{socket.gethostname()} pid {os.getpid()}"
+        self._clock = clock
+        self._lease = self.limits.lease or FOREVER_S
+        self._touch_every = min(TOUCH_EVERY_S, self._lease / 4)
+        self._quota = self.limits.quota()
+        self._lock = threading.Lock()
+        self._local: OrderedDict[Key, _Local] = OrderedDict()
+        self._pending: dict[Key, Pending] = {}  # writes and releases waiting for the store
+        self._pending_sessions: set[str] = set()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        if journal is not None:
+            self._pending.update(journal.take(self.app))
+
+    # ------------------------------------------------------------------------------ the table's API
+    def put(self, session_id: str, obj: Any, origin: Origin | None = None) -> str:
+        self.limits.check_memory()
+        key = Key(self.app, session_id, uuid.uuid4().hex)
+        now = self._clock()
+        alias = origin if _is_config_object(obj) else None  # other values cannot be changed in place
+        state, storable = self._encode(obj, alias)
+        version = self._create(key, state, now)
+        with self._lock:
+            self._remember(key, _Local(obj, version, _digest(state), storable, now, alias))
+        return key.ref
+
+    def get(self, session_id: str, ref_id: str) -> Any:
+        key = Key(self.app, session_id, ref_id)
+        now = self._clock()
+        local = self._local.get(key)
+        if local is None:
+            return self._restore(key, now, 0)
+        if local.version == 0:
+            return local.obj  # created while the store was unreachable: only here until it is back
+        try:
+            version = self.store.version(key, now)
+        except StoreUnavailable:
+            return local.obj  # held here: keeps working while the store is away
+        if version == local.version:
+            self._touch(key, local, now)
+            return self._current(session_id, local)
+        if version is None:
+            self._forget(key)
+            raise KeyError(UNKNOWN_REF.format(ref_id))
+        return self._restore(key, now, local.version)
+
+    def sync(self, session_id: str, ref_ids: Iterable[str]) -> None:
+        """Store the new state of refs a call may have changed (no write when nothing changed)."""
+        for ref_id in dict.fromkeys(ref_ids):
+            self._sync(Key(self.app, session_id, ref_id))
+
+    def release(self, session_id: str, ref_id: str) -> bool:
+        key = Key(self.app, session_id, ref_id)
+        local = self._forget(key)
+        with self._lock:
+            waiting = self._pending.pop(key, None)
+        if local is not None and local.version == 0 and waiting is not None:
+            return True  # never reached the store
+        try:
+            return self.store.release(key)
+        except StoreUnavailable as exc:
+            if local is None:
+                raise RefStoreUnavailable(f"cannot release SnakeBridge reference {ref_id}: {exc}") from exc
+            self._keep_pending(key, Pending.release(), exc)
+            return True
+
+    def release_session(self, session_id: str) -> int:
+        dropped, unstored = self._drop_session(session_id)
+        try:
+            return self.store.release_session(self.app, session_id) + unstored
+        except StoreUnavailable:
+            self._queue_session_release(session_id)
+            return dropped
+
+    def release_session_soon(self, session_id: str) -> int:
+        dropped, _ = self._drop_session(session_id)
+        self._queue_session_release(session_id)
+        return dropped
+
+    def count(self, session_id: str | None = None) -> int:
+        return self._ask(lambda: self.store.count(self.app, session_id))
+
+    def session_count(self) -> int:
+        return self._ask(lambda: self.store.session_count(self.app))
+
+    def stored_bytes(self, session_id: str | None = None) -> int:
+        return self._ask(lambda: self.store.stored_bytes(self.app, session_id))
+
+    def pending_count(self) -> int:
+        with self._lock:
+            return len(self._pending) + len(self._pending_sessions)
+
+    # ------------------------------------------------------------------------------ lifetime
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ref-store", daemon=True)
+            self._thread.start()
+
+    def close(self, timeout_s: float) -> None:
+        """Stop maintenance, write what waits for the store until `timeout_s` runs out, journal the rest,
+        close the store."""
+        deadline = time.monotonic() + timeout_s
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(max(0.0, deadline - time.monotonic()))
+        delay = RETRY_FIRST_S
+        while self.pending_count() and not self._flush() and time.monotonic() + delay < deadline:
+            time.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_S)
+        with self._lock:
+            left, sessions = dict(self._pending), set(self._pending_sessions)
+        if self.journal is not None and (left or sessions):
+            for session in sessions:
+                left[Key(self.app, session, "")] = Pending.release_session()
+            self.journal.save(self.app, left)
+            log.warning(
+                "ref store unreachable at shutdown: %d changes journaled for the next worker", len(left)
+            )
+        with contextlib.suppress(Exception):
+            self.store.close()
+
+    # ------------------------------------------------------------------------------ store traffic
+    def _entry(self, key: Key, version: int, state: bytes) -> Entry:
+        return Entry(version, state, self.signer.sign(key, version, state))
+
+    def _create(self, key: Key, state: bytes, now: float) -> int:
+        self.limits.check_ref_size(len(state))
+        entry = self._entry(key, new_version(), state)
+        try:
+            evicted = self.store.create(key, entry, now + self._lease, self._quota)
+        except QuotaExceeded as exc:
+            raise RuntimeError(str(exc)) from None
+        except StoreUnavailable as exc:
+            self._keep_pending(key, Pending.write(state), exc)
+            return 0
+        with self._lock:
+            for old in evicted:
+                self._local.pop(Key(key.app, key.session, old), None)
+        return entry.version
+
+    def _restore(self, key: Key, now: float, seen: int) -> Any:
+        """Load, check and rebuild a ref's object; `seen`: the newest version this worker has seen."""
+        try:
+            entry = self.store.load(key, now, self.limits.max_ref_bytes)
+        except StoreUnavailable as exc:
+            raise RefStoreUnavailable(f"cannot restore SnakeBridge reference {key.ref}: {exc}") from exc
+        except QuotaExceeded as exc:
+            raise RefStoreIntegrityError(f"ref store entry for {key.ref} is refused: {exc}") from None
+        if entry is None:
+            self._forget(key)
+            raise KeyError(UNKNOWN_REF.format(key.ref))
+        if not self.signer.verify(key, entry.version, entry.state, entry.mac):
+            raise RefStoreIntegrityError(
+                f"ref store entry for SnakeBridge reference {key.ref} failed authentication: it is corrupt, "
+                f"was moved, or was written with another key (every worker sharing {self.store.location} "
+                f"needs the same key file, {self.signer.key_path})"
+            )
+        if entry.version < seen:
+            raise RefStoreIntegrityError(
+                f"ref store entry for SnakeBridge reference {key.ref} is older (version {entry.version}) "
+                f"than one this worker has seen ({seen}): an old state was written back; refused"
+            )
+        self.limits.check_memory(DECODE_GROWTH * len(entry.state))
+        obj, alias = self._decode(key.ref, entry.state)
+        # A restore is a use; with a TTL it must count at once. Without one, last-use times only order
+        # evictions, and a pool that routes calls at random restores often: that write waits its turn.
+        touched = now - self._touch_every if self.limits.ttl_seconds > 0 else now
+        with self._lock:
+            self._remember(
+                key, local := _Local(obj, entry.version, _digest(entry.state), True, touched, alias)
+            )
+        self._touch(key, local, now)
+        return self._current(key.session, local)
+
+    def _current(self, session: str, local: _Local) -> Any:
+        """The object to serve: an alias is its parent's attribute, as long as that is one like it."""
+        if local.alias is None:
+            return local.obj
+        parent_id, attr = local.alias
+        try:
+            parent = self.get(session, parent_id)
+        except (KeyError, ConnectionError, ValueError, RuntimeError, MemoryError):
+            return local.obj  # the parent is gone or out of reach: the ref's own last state stands
+        current = getattr(parent, attr, None)
+        if type(current) is type(local.obj):
+            local.obj = current
+        return local.obj
+
+    def _decode(self, ref_id: str, state: bytes) -> tuple[Any, Origin | None]:
+        try:
+            return refstate.decode_with_alias(state)
+        except refstate.HeldElsewhere as exc:
+            raise RuntimeError(f"SnakeBridge reference {ref_id} cannot be used here: {exc}") from None
+        except refstate.CorruptState as exc:
+            raise RefStoreIntegrityError(f"ref store entry for {ref_id} is refused: {exc}") from None
+
+    def _sync(self, key: Key) -> None:
+        local = self._local.get(key)
+        if local is None or not local.storable:
+            return
+        state, local.storable = self._encode(local.obj, local.alias)
+        digest = _digest(state)
+        if digest == local.digest:
+            return
+        try:
+            self.limits.check_ref_size(len(state))
+            self.limits.check_memory()
+        except (QuotaExceeded, MemoryError) as exc:
+            self._refuse_change(key, exc)
+        local.digest = digest
+        self._sync_parent(key.session, local)
+        if local.version == 0 or key in self._pending:
+            self._keep_pending(key, Pending.write(state), None)  # written with the rest once it is back
+            return
+        version = local.version + 1
+        try:
+            written = self.store.update(
+                key, self._entry(key, version, state), local.version, self._expiry(), self._quota
+            )
+        except StoreUnavailable as exc:
+            self._keep_pending(key, Pending.write(state), exc)
+            return
+        except QuotaExceeded as exc:
+            self._refuse_change(key, exc)
+        if written is None:  # released meanwhile, or another worker wrote first: theirs stands
+            log.warning(
+                "ref %s changed on another worker at the same time; this worker's change is lost", key.ref
+            )
+            self._forget(key)
+        else:
+            local.version = written
+
+    def _refuse_change(self, key: Key, exc: Exception) -> None:
+        """A change that cannot be kept: this worker's copy goes (the next use loads the stored state)."""
+        self._forget(key)
+        raise RuntimeError(f"the change to SnakeBridge reference {key.ref} was not kept: {exc}") from None
+
+    def _sync_parent(self, session: str, local: _Local) -> None:
+        """A change to an alias is a change to its parent's object too."""
+        if local.alias is None:
+            return
+        parent_key = Key(self.app, session, local.alias[0])
+        parent = self._local.get(parent_key)
+        if parent is not None and getattr(parent.obj, local.alias[1], None) is local.obj:
+            self._sync(parent_key)
+
+    def _expiry(self) -> float:
+        return self._clock() + self._lease
+
+    def _touch(self, key: Key, local: _Local, now: float) -> None:
+        if now - local.touched < self._touch_every:
+            return
+        local.touched = now
+        with contextlib.suppress(StoreUnavailable):  # last-use times are advisory (expiry, eviction order)
+            self.store.touch(key, now + self._lease)
+
+    def _ask(self, question: Callable[[], int]) -> int:
+        try:
+            return question()
+        except StoreUnavailable as exc:
+            raise RefStoreUnavailable(str(exc)) from exc
+
+    # ------------------------------------------------------------------------------ waiting for the store
+    def _keep_pending(self, key: Key, pending: Pending, exc: Exception | None) -> None:
+        with self._lock:
+            if key not in self._pending and len(self._pending) >= max(self.limits.max_total, 1):
+                raise RefStoreUnavailable(f"too many changes wait for the ref store: {exc}")
+            if not self._pending and exc is not None:
+                log.warning("ref store unreachable (%s); keeping changes until it is back", exc)
+            self._pending[key] = pending
+        self._wake.set()
+
+    def _queue_session_release(self, session: str) -> None:
+        with self._lock:
+            self._pending_sessions.add(session)
+        self._wake.set()
+
+    def _drop_session(self, session: str) -> tuple[int, int]:
+        """Forget the session's local copies and its unwritten changes: how many refs that was, and how
+        many of them never reached the store."""
+        with self._lock:
+            keys = [key for key in self._local if key.session == session]
+            unstored = sum(1 for key in keys if self._local.pop(key).version == 0)
+            waiting = [key for key in self._pending if key.session == session]
+            for key in waiting:
+                del self._pending[key]
+        return len(set(keys) | set(waiting)), unstored
+
+    def _flush(self) -> bool:
+        """Write what waits for the store; True when nothing is left."""
+        with self._lock:
+            sessions = list(self._pending_sessions)
+            items = list(self._pending.items())
+        if not sessions and not items:
+            return True
+        try:
+            for session in sessions:
+                self.store.release_session(self.app, session)
+                with self._lock:
+                    self._pending_sessions.discard(session)
+            for key, pending in items:
+                self._flush_one(key, pending)
+                with self._lock:
+                    if self._pending.get(key) is pending:  # unless a call queued another change meanwhile
+                        del self._pending[key]
+        except StoreUnavailable:
+            return False
+        log.warning("ref store reachable again; pending changes written")
+        return True
+
+    def _flush_one(self, key: Key, pending: Pending) -> None:
+        if pending.kind == "release":
+            self.store.release(key)
+            return
+        if pending.kind == "release_session":
+            self.store.release_session(key.app, key.session)
+            return
+        assert pending.state is not None
+        version = self._write_whatever_version(key, pending.state)
+        local = self._local.get(key)
+        if local is not None and version is not None and local.digest == _digest(pending.state):
+            local.version = version
+
+    def _write_whatever_version(self, key: Key, state: bytes) -> int | None:
+        """A change accepted while the store was away: written over whatever the store holds now."""
+        while True:
+            current = self.store.version(key, self._clock())
+            try:
+                if current is None:
+                    entry = self._entry(key, new_version(), state)
+                    self.store.create(key, entry, self._expiry(), self._quota)
+                    return entry.version
+                written = self.store.update(
+                    key, self._entry(key, current + 1, state), current, self._expiry(), self._quota
+                )
+            except QuotaExceeded as exc:
+                log.warning("ref %s could not be written once the store was back: %s", key.ref, exc)
+                self._forget(key)
+                return None
+            if written is not None:
+                return written
+
+    # ------------------------------------------------------------------------------ maintenance
+    def _run(self) -> None:
+        """The table's own thread: pending writes as soon as the store answers, then expiry, stale
+        copies and the store's tidying at their own pace."""
+        retry = RETRY_FIRST_S
+        due = {"sweep": 0.0, "prune": 0.0, "tidy": time.monotonic() + TIDY_EVERY_S}
+        while not self._stopping.is_set():
+            waiting = self.pending_count() > 0
+            self._wake.wait(retry if waiting else MAINTAIN_EVERY_S)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
+            if self.pending_count():
+                retry = RETRY_FIRST_S if self._flush() else min(retry * 2, RETRY_MAX_S)
+            try:
+                self._maintain(due)
+            except StoreUnavailable:
+                continue
+            except Exception:  # never let maintenance end the thread
+                log.exception("ref store maintenance failed")
+
+    def _maintain(self, due: dict[str, float]) -> None:
+        now = time.monotonic()
+        if now >= due["sweep"]:
+            due["sweep"] = now + SWEEP_EVERY_S
+            self._sweep()
+        if now >= due["prune"]:
+            due["prune"] = now + max(min(self._touch_every, 60.0), 0.05)
+            self.store.prune(self._clock())
+        if now >= due["tidy"]:
+            due["tidy"] = now + TIDY_EVERY_S
+            self.store.tidy()
+
+    def _sweep(self) -> None:
+        with self._lock:
+            oldest = list(itertools.islice(self._local.items(), SWEEP_BATCH))
+        for key, local in oldest:
+            if local.version == 0 or not local.storable or key in self._pending:
+                continue  # the only copy
+            if self.store.version(key, self._clock()) != local.version:
+                self._forget(key)
+
+    # ------------------------------------------------------------------------------ local cache
+    def _encode(self, obj: Any, alias: Origin | None = None) -> tuple[bytes, bool]:
+        try:
+            return refstate.encode(obj, alias), True
+        except refstate.NotStorable:
+            return refstate.local_only(obj, self.worker), False
+
+    def _remember(self, key: Key, local: _Local) -> None:
+        self._local[key] = local
+        self._local.move_to_end(key)
+        capacity = self.limits.max_total if self.limits.max_total > 0 else len(self._local)
+        while len(self._local) > capacity:
+            old_key, old = self._local.popitem(last=False)
+            if old.version == 0 or not old.storable:  # the only copy: keep it
+                self._local[old_key] = old
+                break
+
+    def _forget(self, key: Key) -> _Local | None:
+        with self._lock:
+            return self._local.pop(key, None)
+
+
+def _is_config_object(obj: Any) -> bool:
+    return dataclasses.is_dataclass(obj) and not isinstance(obj, type)
