@@ -146,6 +146,20 @@ def test_a_state_over_the_byte_quotas_is_refused_in_band(tables: Tables) -> None
     construct(dispatcher, "other-session")  # everyone else is still served
 
 
+def test_a_small_request_never_makes_a_large_stored_state(tables: Tables) -> None:
+    table = tables()
+    dispatcher = Dispatcher(refs=table)
+    big = {"cudagraph_capture_sizes": [1, 1 << 20], "max_cudagraph_capture_size": 1 << 20}
+    ref = construct(dispatcher, "S", mode=3, **big)
+    reply = dispatcher.execute(
+        "snakebridge.call",
+        payload("S", call_type="method", function="post_init_cudagraph_sizes", instance=ref),
+        "w",
+    )
+    assert reply.success, reply.error
+    assert table.stored_bytes("S") < 16_384  # the million-entry padding table is derived, not stored
+
+
 def test_a_change_over_the_quota_is_not_kept(tables: Tables) -> None:
     dispatcher = Dispatcher(refs=tables(limits=RefLimits(max_ref_bytes=4096)))
     ref = construct(dispatcher, "S")

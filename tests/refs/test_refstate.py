@@ -138,3 +138,18 @@ def test_random_configs_come_back_exactly(kwargs: dict[str, Any], inside_vllm: b
     restored = refstate.decode(refstate.encode(config))
     assert restored == config and repr(restored) == repr(config)
     assert restored.compute_hash() == config.compute_hash()
+
+
+def test_derived_fields_are_computed_again_not_stored() -> None:
+    """A few bytes of request (a large maximum size) must not make megabytes of stored state."""
+    config = CompilationConfig(
+        mode=3, cudagraph_capture_sizes=[1, 2, 4, 1 << 20], max_cudagraph_capture_size=1 << 20
+    )
+    config.post_init_cudagraph_sizes()
+    state = refstate.encode(config)
+    assert len(config.bs_to_padded_graph_size) == (1 << 20) + 1 and len(state) < 4096
+    back = refstate.decode(state)
+    assert back.bs_to_padded_graph_size == config.bs_to_padded_graph_size
+    assert back == config and back.compute_hash() == config.compute_hash() and repr(back) == repr(config)
+    config.bs_to_padded_graph_size = [7, 7]  # set by a caller: no longer derived, so stored as it is
+    assert refstate.decode(refstate.encode(config)).bs_to_padded_graph_size == [7, 7]

@@ -6,4 +6,7 @@
 picks one by the operator's settings.
 """
 
-from compilation_bridge.refs import compiled  # noqa: F401  (teaches the state format compiled models)
+from compilation_bridge.refs import (  # noqa: F401  (each teaches the state format at its import)
+    compiled,  # compiled models, stored as the call that made them
+    derived,  # fields the config model computes, not stored
+)

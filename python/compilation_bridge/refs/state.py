@@ -42,6 +42,10 @@ class Extension(NamedTuple):
 
 
 _EXTENSIONS: dict[str, Extension] = {}
+# class -> {field: derive(obj)}: fields a class computes from its others, stored as a marker while they
+# hold exactly what `derive` gives (a caller may have set them to something else: then they are stored).
+_DERIVED: dict[type, dict[str, Callable[[Any], Any]]] = {}
+_DERIVED_TAG = "derived"
 
 
 def register_extension(tag: str, encode: Callable[[Any], Any], decode: Callable[[Any], Any]) -> None:
@@ -49,6 +53,12 @@ def register_extension(tag: str, encode: Callable[[Any], Any], decode: Callable[
     if tag in _DECODERS:
         raise ValueError(f"{tag!r} is a built-in tag of the ref state format")
     _EXTENSIONS[tag] = Extension(encode, decode)
+
+
+def register_derived(cls: type, field: str, derive: Callable[[Any], Any]) -> None:
+    """Do not store `cls.field` while it equals `derive(obj)`; decoding computes it again. Such fields
+    can be large (a list as long as a size a caller sets): the state stays the size of the request."""
+    _DERIVED.setdefault(cls, {})[field] = derive
 
 
 class NotStorable(TypeError):
@@ -148,7 +158,11 @@ class _Encoder:
             return {"t": "dict" if kind is dict else "counter", "v": pairs}
         if kind in _allowed_names():  # a config dataclass (classes and enums were handled before)
             value_of = self.value
-            attrs = {name: value_of(item) for name, item in vars(value).items()}
+            derived = _DERIVED.get(kind, {})
+            attrs = {
+                name: {"t": _DERIVED_TAG} if _is_derived(value, name, item, derived) else value_of(item)
+                for name, item in vars(value).items()
+            }
             return {"t": "obj", "c": _allowed_names()[kind], "v": attrs}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             raise NotStorable(f"{type_name(kind)} is not a config type")
@@ -166,6 +180,16 @@ class _Encoder:
         if name is None:
             raise NotStorable(f"{type_name(cls)} is not a config type")
         return name
+
+
+def _is_derived(obj: Any, name: str, value: Any, derived: dict[str, Callable[[Any], Any]]) -> bool:
+    derive = derived.get(name)
+    if derive is None or value is None:
+        return False
+    try:
+        return bool(derive(obj) == value)
+    except Exception:  # the other fields no longer derive it (a caller set them): store the value
+        return False
 
 
 # ---------------------------------------------------------------------------------------------- decode
@@ -262,7 +286,13 @@ class _Decoder:
         if not isinstance(attrs, dict):
             raise CorruptState("object attributes must be a map")
         # Straight into the instance dict: no validator, __setattr__ or __post_init__ runs again.
-        vars(obj).update({name: self.value(item) for name, item in attrs.items()})
+        derived = [name for name, item in attrs.items() if item == {"t": _DERIVED_TAG}]
+        vars(obj).update({name: self.value(item) for name, item in attrs.items() if name not in derived})
+        for name in derived:
+            derive = _DERIVED.get(cls, {}).get(name)
+            if derive is None:
+                raise CorruptState(f"{data['c']}.{name} is not a derived field")
+            vars(obj)[name] = derive(obj)
         return obj
 
     def enum_member(self, data: dict[str, Any]) -> Any:
