@@ -262,6 +262,22 @@ def test_cleanup_never_waits_for_a_hung_store(tables: Tables, redis_server: Redi
     assert table.count("S") == 0
 
 
+def test_a_queued_session_release_spares_refs_made_after_it(tables: Tables) -> None:
+    """CleanupSession's release runs later, on the table's thread: it must drop what existed when it was
+    asked, not a ref the session made right after (a pool routes the next call anywhere)."""
+    asked, other_worker = tables(), tables()
+    before = other_worker.put("S", [1])
+    time.sleep(0.002)
+    asked.release_session_soon("S")
+    after = other_worker.put("S", [2])  # made by another worker before the release ran
+    deadline = time.monotonic() + 10
+    while asked.pending_count() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert other_worker.get("S", after) == [2]
+    with pytest.raises(KeyError):
+        other_worker.get("S", before)
+
+
 def test_changes_accepted_during_an_outage_outlive_the_worker(
     tables: Tables, redis_server: RedisServer, folder: StateFolder
 ) -> None:

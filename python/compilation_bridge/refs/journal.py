@@ -32,6 +32,7 @@ KINDS = ("write", "release", "release_session")
 class Pending:
     kind: str
     state: bytes | None = None
+    before: int = 0  # a session release: only refs whose version is below this (0: all)
 
     @classmethod
     def write(cls, state: bytes) -> Pending:
@@ -42,8 +43,8 @@ class Pending:
         return cls("release")
 
     @classmethod
-    def release_session(cls) -> Pending:
-        return cls("release_session")
+    def release_session(cls, before: int) -> Pending:
+        return cls("release_session", before=before)
 
 
 class Journal:
@@ -58,7 +59,7 @@ class Journal:
 
     def save(self, app: str, pending: dict[Key, Pending]) -> None:
         records = [
-            [p.kind, key.session, key.ref, base64.b64encode(p.state).decode() if p.state else None]
+            [p.kind, key.session, key.ref, base64.b64encode(p.state).decode() if p.state else None, p.before]
             for key, p in pending.items()
         ]
         body = orjson.dumps({"app": app, "records": records})
@@ -90,9 +91,12 @@ class Journal:
         if tree.get("app") != app:
             raise ValueError("it belongs to another application")
         pending: dict[Key, Pending] = {}
-        for kind, session, ref, state in tree["records"]:
+        for kind, session, ref, state, before in tree["records"]:
             if kind not in KINDS or not isinstance(session, str) or not isinstance(ref, str):
                 raise ValueError("malformed record")
-            pending[Key(app, session, ref)] = Pending(kind, base64.b64decode(state) if state else None)
+            if type(before) is not int:
+                raise ValueError("malformed record")
+            saved = base64.b64decode(state) if state else None
+            pending[Key(app, session, ref)] = Pending(kind, saved, before)
         log.warning("ref store journal: %d changes of an earlier worker will be written", len(pending))
         return pending

@@ -46,6 +46,7 @@ from compilation_bridge.refs.store import (
     Store,
     StoreUnavailable,
     new_version,
+    versions_from_now,
 )
 from compilation_bridge.refs.table import UNKNOWN_REF, Origin
 
@@ -110,7 +111,7 @@ class SharedRefTable:
         self._lock = threading.Lock()
         self._local: OrderedDict[Key, _Local] = OrderedDict()
         self._pending: dict[Key, Pending] = {}  # writes and releases waiting for the store
-        self._pending_sessions: set[str] = set()
+        self._pending_sessions: dict[str, int] = {}  # session -> release refs below this version
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -174,12 +175,13 @@ class SharedRefTable:
         try:
             return self.store.release_session(self.app, session_id) + unstored
         except StoreUnavailable:
-            self._queue_session_release(session_id)
+            self._queue_session_release(session_id, versions_from_now())
             return dropped
 
     def release_session_soon(self, session_id: str) -> int:
         dropped, _ = self._drop_session(session_id)
-        self._queue_session_release(session_id)
+        # What exists now goes; a ref the session makes meanwhile (on any worker) has a later version.
+        self._queue_session_release(session_id, versions_from_now())
         return dropped
 
     def count(self, session_id: str | None = None) -> int:
@@ -214,10 +216,10 @@ class SharedRefTable:
             time.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_S)
         with self._lock:
-            left, sessions = dict(self._pending), set(self._pending_sessions)
+            left, sessions = dict(self._pending), dict(self._pending_sessions)
         if self.journal is not None and (left or sessions):
-            for session in sessions:
-                left[Key(self.app, session, "")] = Pending.release_session()
+            for session, before in sessions.items():
+                left[Key(self.app, session, "")] = Pending.release_session(before)
             self.journal.save(self.app, left)
             log.warning(
                 "ref store unreachable at shutdown: %d changes journaled for the next worker", len(left)
@@ -376,9 +378,9 @@ class SharedRefTable:
             self._pending[key] = pending
         self._wake.set()
 
-    def _queue_session_release(self, session: str) -> None:
+    def _queue_session_release(self, session: str, before: int) -> None:
         with self._lock:
-            self._pending_sessions.add(session)
+            self._pending_sessions[session] = max(before, self._pending_sessions.get(session, 0))
         self._wake.set()
 
     def _drop_session(self, session: str) -> tuple[int, int]:
@@ -395,15 +397,16 @@ class SharedRefTable:
     def _flush(self) -> bool:
         """Write what waits for the store; True when nothing is left."""
         with self._lock:
-            sessions = list(self._pending_sessions)
+            sessions = list(self._pending_sessions.items())
             items = list(self._pending.items())
         if not sessions and not items:
             return True
         try:
-            for session in sessions:
-                self.store.release_session(self.app, session)
+            for session, before in sessions:
+                self.store.release_session(self.app, session, before)
                 with self._lock:
-                    self._pending_sessions.discard(session)
+                    if self._pending_sessions.get(session) == before:
+                        del self._pending_sessions[session]
             for key, pending in items:
                 self._flush_one(key, pending)
                 with self._lock:
@@ -419,7 +422,7 @@ class SharedRefTable:
             self.store.release(key)
             return
         if pending.kind == "release_session":
-            self.store.release_session(key.app, key.session)
+            self.store.release_session(key.app, key.session, pending.before)
             return
         assert pending.state is not None
         version = self._write_whatever_version(key, pending.state)

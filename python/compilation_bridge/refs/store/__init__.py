@@ -61,7 +61,12 @@ class Entry:
 def new_version() -> int:
     """A first version: milliseconds since the epoch, times 1024, plus a random part. Versions only grow,
     also across a store that lost its data, and stay below 2**53 (exact in Redis' Lua numbers)."""
-    return (time.time_ns() // 1_000_000) << 10 | secrets.randbelow(1 << 10)
+    return versions_from_now() | secrets.randbelow(1 << 10)
+
+
+def versions_from_now() -> int:
+    """The least version a ref created from this millisecond on can have."""
+    return (time.time_ns() // 1_000_000) << 10
 
 
 class Store(Protocol):
@@ -89,7 +94,11 @@ class Store(Protocol):
 
     def release(self, key: Key) -> bool: ...
 
-    def release_session(self, app: str, session: str) -> int: ...
+    def release_session(self, app: str, session: str, before: int = 0) -> int:
+        """Drop the session's refs; with `before`, only those whose version is below it (a release
+        queued at a moment drops what existed then, not refs made later: versions start at the time of
+        creation, see `new_version`)."""
+        ...
 
     def count(self, app: str, session: str | None = None) -> int: ...
 

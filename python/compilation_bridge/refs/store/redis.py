@@ -153,12 +153,15 @@ return 0
 
 _RELEASE = _COMMON + "return drop(ARGV[3], ARGV[4])"
 
+# ARGV: base, app, sm, '', before (0: every ref)
 _RELEASE_SESSION = (
     _COMMON
     + """
 local n = 0
+local before = tonumber(ARGV[5])
 for _, ref in ipairs(redis.call('ZRANGE', p .. 's:' .. ARGV[3], 0, -1)) do
-    n = n + drop(ARGV[3], ref)
+    local v = tonumber(redis.call('HGET', p .. 'r:' .. ARGV[3] .. ':' .. ref, 'v') or '0')
+    if before == 0 or v < before then n = n + drop(ARGV[3], ref) end
 end
 return n
 """
@@ -307,8 +310,8 @@ class RedisStore:
     def release(self, key: Key) -> bool:
         return bool(self._run("release", key))
 
-    def release_session(self, app: str, session: str) -> int:
-        return int(self._run("release_session", Key(app, session, "")))
+    def release_session(self, app: str, session: str, before: int = 0) -> int:
+        return int(self._run("release_session", Key(app, session, ""), before))
 
     def count(self, app: str, session: str | None = None) -> int:
         prefix = self._prefix(app)

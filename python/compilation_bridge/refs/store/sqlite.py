@@ -258,8 +258,11 @@ class SqliteStore:
     def release(self, key: Key) -> bool:
         return self._write(f"DELETE FROM refs WHERE {_KEY}", key._asdict())[0] > 0
 
-    def release_session(self, app: str, session: str) -> int:
-        return self._write("DELETE FROM refs WHERE app = ? AND session = ?", (app, session))[0]
+    def release_session(self, app: str, session: str, before: int = 0) -> int:
+        return self._write(
+            "DELETE FROM refs WHERE app = ? AND session = ? AND (? = 0 OR version < ?)",
+            (app, session, before, before),
+        )[0]
 
     def count(self, app: str, session: str | None = None) -> int:
         if session is None:
