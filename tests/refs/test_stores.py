@@ -143,3 +143,22 @@ def test_sqlite_files_are_private_and_the_wal_is_given_back(folder: StateFolder)
             assert not path.exists() or path.stat().st_mode & 0o777 == 0o600, name
     finally:
         store.close()
+
+
+def test_a_file_of_another_layout_is_laid_out_again(folder: StateFolder) -> None:
+    import sqlite3
+
+    with sqlite3.connect(folder.path / DB_FILE) as db:  # an older layout: fewer columns, refs in it
+        db.execute("CREATE TABLE refs (app TEXT, session TEXT, ref TEXT, PRIMARY KEY (app, session, ref))")
+        db.execute("INSERT INTO refs VALUES ('a', 's', 'r')")
+    store = SqliteStore(folder)
+    try:
+        store.create(key("s", "r"), entry(), LATER, NO_LIMITS)  # would fail on the old columns
+        assert store.version(key("s", "r"), 0) == 1 and store.count(APP) == 1
+    finally:
+        store.close()
+    reopened = SqliteStore(folder)  # the same layout: kept as it is
+    try:
+        assert reopened.count(APP) == 1
+    finally:
+        reopened.close()

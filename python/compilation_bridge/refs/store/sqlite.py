@@ -40,6 +40,10 @@ WAL_LIMIT_BYTES = 4 << 20
 PRUNE_BATCH = 1000
 T = TypeVar("T")
 
+# The layout's version, kept in the file (`PRAGMA user_version`): a file of another layout is emptied and
+# laid out again at start (refs are working state), never half-used by statements it cannot answer.
+SCHEMA_VERSION = 3
+OLD_LAYOUT = ("DROP TABLE IF EXISTS refs", "DROP TABLE IF EXISTS sessions", "DROP TABLE IF EXISTS apps")
 # Run in one transaction at every start: tables are kept, triggers always replaced by these definitions.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS refs (
@@ -121,10 +125,20 @@ class SqliteStore:
         self._local = threading.local()  # one connection per thread: sqlite3 objects are not shared
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
-        # One transaction, so workers starting together create the schema once.
-        self._guard(lambda: self._db().executescript(f"BEGIN IMMEDIATE;{SCHEMA}COMMIT;"))
+        self._guard(self._lay_out)
         for suffix in ("-wal", "-shm"):  # made 0600 by SQLite after the database; checked all the same
             folder.make_private_if_present(DB_FILE + suffix)
+
+    def _lay_out(self) -> None:
+        """Tables, triggers and the layout's version, in one transaction: workers starting together lay
+        the file out once, and a file of an older layout is emptied first."""
+        with self._transaction() as db:
+            if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+                for statement in OLD_LAYOUT:
+                    db.execute(statement)
+            for statement in _statements(SCHEMA):
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     # ------------------------------------------------------------------------------ connections
     def _db(self) -> sqlite3.Connection:
@@ -310,6 +324,17 @@ class SqliteStore:
             with contextlib.suppress(sqlite3.Error):
                 db.close()
         self._local = threading.local()
+
+
+def _statements(script: str) -> list[str]:
+    """A script's statements (a trigger's body, semicolons and all, stays one statement)."""
+    statements, current = [], ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [statement for statement in statements if statement]
 
 
 def _blob(value: Any) -> bytes:
