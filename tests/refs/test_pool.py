@@ -174,3 +174,39 @@ def test_sigterm_during_an_outage_loses_nothing(tmp_path: Path, redis_server: Re
                 time.sleep(0.1)
     finally:
         stop_pool(second)
+
+
+def test_a_hung_store_never_holds_up_ping_heartbeat_or_cleanup(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    """A Redis that stops answering (SIGSTOP: connections hang, nothing refuses them) must not take the
+    threads kept for the control path: CleanupSession queues its release, Ping and Heartbeat answer."""
+    from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
+
+    workers = spawn_pool(1, tmp_path / "state", COMPILATION_BRIDGE_REF_STORE=redis_server.url)
+    worker = workers[0]
+    try:
+        session = Routed(workers, "session_hung").on(0)
+        held = session.call_class("vllm.config", "CompilationConfig", mode=3)
+        assert redis_server.process is not None
+        redis_server.process.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with ThreadPoolExecutor(16) as pool:
+                cleanups = [
+                    pool.submit(
+                        worker.stub.CleanupSession, pb.CleanupSessionRequest(session_id=f"s{n}"), timeout=5
+                    )
+                    for n in range(16)
+                ]
+                for future in cleanups:
+                    assert future.result().success
+            for _ in range(5):
+                worker.stub.Ping(pb.PingRequest(message="still there"), timeout=1)
+                worker.stub.Heartbeat(pb.HeartbeatRequest(session_id=worker.session_id), timeout=1)
+            assert time.monotonic() - started < 3  # never a store timeout (2 s) per control call
+        finally:
+            redis_server.process.send_signal(signal.SIGCONT)
+        assert session.get_attr(held, "mode") == 3
+    finally:
+        stop_pool(workers)
