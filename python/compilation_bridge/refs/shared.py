@@ -112,6 +112,7 @@ class SharedRefTable:
         self._local: OrderedDict[Key, _Local] = OrderedDict()
         self._pending: dict[Key, Pending] = {}  # writes and releases waiting for the store
         self._pending_sessions: dict[str, int] = {}  # session -> release refs below this version
+        self._outage = False  # the store failed since pending changes were last all written
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -232,9 +233,9 @@ class SharedRefTable:
         return Entry(version, state, self.signer.sign(key, version, state))
 
     def _create(self, key: Key, state: bytes, now: float) -> int:
-        self.limits.check_ref_size(len(state))
         entry = self._entry(key, new_version(), state)
         try:
+            self.limits.check_ref_size(len(state))
             evicted = self.store.create(key, entry, now + self._lease, self._quota)
         except QuotaExceeded as exc:
             raise RuntimeError(str(exc)) from None
@@ -373,7 +374,8 @@ class SharedRefTable:
         with self._lock:
             if key not in self._pending and len(self._pending) >= max(self.limits.max_total, 1):
                 raise RefStoreUnavailable(f"too many changes wait for the ref store: {exc}")
-            if not self._pending and exc is not None:
+            if exc is not None and not self._outage:
+                self._outage = True
                 log.warning("ref store unreachable (%s); keeping changes until it is back", exc)
             self._pending[key] = pending
         self._wake.set()
@@ -412,9 +414,14 @@ class SharedRefTable:
                 with self._lock:
                     if self._pending.get(key) is pending:  # unless a call queued another change meanwhile
                         del self._pending[key]
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
+            if not self._outage:
+                self._outage = True
+                log.warning("ref store unreachable (%s); keeping changes until it is back", exc)
             return False
-        log.warning("ref store reachable again; pending changes written")
+        if self._outage:
+            self._outage = False
+            log.warning("ref store reachable again; pending changes written")
         return True
 
     def _flush_one(self, key: Key, pending: Pending) -> None:
