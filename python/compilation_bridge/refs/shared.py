@@ -61,6 +61,7 @@ MAINTAIN_EVERY_S = 1.0
 SWEEP_EVERY_S = 10.0
 SWEEP_BATCH = 256
 TIDY_EVERY_S = 30.0  # how often the store gives back space beyond its data (SQLite's WAL)
+MAX_QUEUED_SESSIONS = 10_000  # session releases waiting for the store (callers choose the ids: bounded)
 
 
 class RefStoreUnavailable(ConnectionError):
@@ -382,7 +383,11 @@ class SharedRefTable:
 
     def _queue_session_release(self, session: str, before: int) -> None:
         with self._lock:
-            self._pending_sessions[session] = max(before, self._pending_sessions.get(session, 0))
+            full = (
+                session not in self._pending_sessions and len(self._pending_sessions) >= MAX_QUEUED_SESSIONS
+            )
+            if not full:  # (past it, while the store is away, a session's refs go with their lease)
+                self._pending_sessions[session] = max(before, self._pending_sessions.get(session, 0))
         self._wake.set()
 
     def _drop_session(self, session: str) -> tuple[int, int]:
