@@ -214,8 +214,9 @@ class SharedRefTable:
         if self._thread is not None:
             self._thread.join(max(0.0, deadline - time.monotonic()))
         delay = RETRY_FIRST_S
-        while self.pending_count() and not self._flush() and time.monotonic() + delay < deadline:
-            time.sleep(delay)
+        # A hung store makes one try last its whole timeout: no try starts past the deadline.
+        while self.pending_count() and time.monotonic() < deadline and not self._flush():
+            time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, RETRY_MAX_S)
         with self._lock:
             left, sessions = dict(self._pending), dict(self._pending_sessions)
