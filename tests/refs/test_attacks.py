@@ -318,7 +318,7 @@ def test_changes_accepted_during_an_outage_outlive_the_worker(
 
 def test_a_tampered_journal_is_dropped(folder: StateFolder, signer: Signer) -> None:
     journal = Journal(folder, signer, "sqlite:x")
-    from compilation_bridge.refs.journal import Pending
+    from compilation_bridge.refs.pending import Pending
     from compilation_bridge.refs.store import Key
 
     journal.save("app", {Key("app", "S", "r"): Pending.write(b"{}")})

@@ -12,12 +12,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from compilation_bridge.refs.keys import StateFolder
+from compilation_bridge.refs.pending import KINDS, Pending
 from compilation_bridge.refs.signing import Signer
 from compilation_bridge.refs.store import Key
 
@@ -25,26 +25,6 @@ log = logging.getLogger("compilation_bridge.refs")
 
 MAX_JOURNAL_BYTES = 1 << 30
 _DOMAIN = b"cb-journal-v1"
-KINDS = ("write", "release", "release_session")
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity: the flusher asks "is it still this record?"
-class Pending:
-    kind: str
-    state: bytes | None = None
-    before: int = 0  # a session release: only refs whose version is below this (0: all)
-
-    @classmethod
-    def write(cls, state: bytes) -> Pending:
-        return cls("write", state)
-
-    @classmethod
-    def release(cls) -> Pending:
-        return cls("release")
-
-    @classmethod
-    def release_session(cls, before: int) -> Pending:
-        return cls("release_session", before=before)
 
 
 class Journal:

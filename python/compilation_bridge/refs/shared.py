@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from compilation_bridge.refs import state as refstate
-from compilation_bridge.refs.journal import Journal, Pending
+from compilation_bridge.refs.journal import Journal
 from compilation_bridge.refs.limits import DECODE_GROWTH, RefLimits
+from compilation_bridge.refs.pending import Pending, PendingChanges
 from compilation_bridge.refs.signing import Signer
 from compilation_bridge.refs.store import (
     FOREVER_S,
@@ -48,7 +49,7 @@ from compilation_bridge.refs.store import (
     new_version,
     versions_from_now,
 )
-from compilation_bridge.refs.table import UNKNOWN_REF, Origin
+from compilation_bridge.refs.table import UNKNOWN_REF, Origin, RefStoreIntegrityError, RefStoreUnavailable
 
 log = logging.getLogger("compilation_bridge.refs")
 
@@ -61,15 +62,6 @@ MAINTAIN_EVERY_S = 1.0
 SWEEP_EVERY_S = 10.0
 SWEEP_BATCH = 256
 TIDY_EVERY_S = 30.0  # how often the store gives back space beyond its data (SQLite's WAL)
-MAX_QUEUED_SESSIONS = 10_000  # session releases waiting for the store (callers choose the ids: bounded)
-
-
-class RefStoreUnavailable(ConnectionError):
-    pass
-
-
-class RefStoreIntegrityError(ValueError):
-    pass
 
 
 @dataclass
@@ -111,14 +103,12 @@ class SharedRefTable:
         self._quota = self.limits.quota()
         self._lock = threading.Lock()
         self._local: OrderedDict[Key, _Local] = OrderedDict()
-        self._pending: dict[Key, Pending] = {}  # writes and releases waiting for the store
-        self._pending_sessions: dict[str, int] = {}  # session -> release refs below this version
-        self._outage = False  # the store failed since pending changes were last all written
+        self._pending = PendingChanges(self.app, self.limits.max_total)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         if journal is not None:
-            self._pending.update(journal.take(self.app))
+            self._pending.take(journal.take(self.app))
 
     # ------------------------------------------------------------------------------ the table's API
     def put(self, session_id: str, obj: Any, origin: Origin | None = None) -> str:
@@ -160,8 +150,7 @@ class SharedRefTable:
     def release(self, session_id: str, ref_id: str) -> bool:
         key = Key(self.app, session_id, ref_id)
         local = self._forget(key)
-        with self._lock:
-            waiting = self._pending.pop(key, None)
+        waiting = self._pending.pop(key)
         if local is not None and local.version == 0 and waiting is not None:
             return True  # never reached the store
         try:
@@ -169,7 +158,8 @@ class SharedRefTable:
         except StoreUnavailable as exc:
             if local is None:
                 raise RefStoreUnavailable(f"cannot release SnakeBridge reference {ref_id}: {exc}") from exc
-            self._keep_pending(key, Pending.release(), exc)
+            self._pending.keep(key, Pending.release(), exc)
+            self._wake.set()
             return True
 
     def release_session(self, session_id: str) -> int:
@@ -196,8 +186,7 @@ class SharedRefTable:
         return self._ask(lambda: self.store.stored_bytes(self.app, session_id))
 
     def pending_count(self) -> int:
-        with self._lock:
-            return len(self._pending) + len(self._pending_sessions)
+        return len(self._pending)
 
     # ------------------------------------------------------------------------------ lifetime
     def start(self) -> None:
@@ -218,11 +207,8 @@ class SharedRefTable:
         while self.pending_count() and time.monotonic() < deadline and not self._flush():
             time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
             delay = min(delay * 2, RETRY_MAX_S)
-        with self._lock:
-            left, sessions = dict(self._pending), dict(self._pending_sessions)
-        if self.journal is not None and (left or sessions):
-            for session, before in sessions.items():
-                left[Key(self.app, session, "")] = Pending.release_session(before)
+        left = self._pending.for_journal()
+        if self.journal is not None and left:
             self.journal.save(self.app, left)
             log.warning(
                 "ref store unreachable at shutdown: %d changes journaled for the next worker", len(left)
@@ -373,22 +359,11 @@ class SharedRefTable:
 
     # ------------------------------------------------------------------------------ waiting for the store
     def _keep_pending(self, key: Key, pending: Pending, exc: Exception | None) -> None:
-        with self._lock:
-            if key not in self._pending and len(self._pending) >= max(self.limits.max_total, 1):
-                raise RefStoreUnavailable(f"too many changes wait for the ref store: {exc}")
-            if exc is not None and not self._outage:
-                self._outage = True
-                log.warning("ref store unreachable (%s); keeping changes until it is back", exc)
-            self._pending[key] = pending
+        self._pending.keep(key, pending, exc)
         self._wake.set()
 
     def _queue_session_release(self, session: str, before: int) -> None:
-        with self._lock:
-            full = (
-                session not in self._pending_sessions and len(self._pending_sessions) >= MAX_QUEUED_SESSIONS
-            )
-            if not full:  # (past it, while the store is away, a session's refs go with their lease)
-                self._pending_sessions[session] = max(before, self._pending_sessions.get(session, 0))
+        self._pending.queue_session_release(session, before)
         self._wake.set()
 
     def _drop_session(self, session: str) -> tuple[int, int]:
@@ -397,37 +372,25 @@ class SharedRefTable:
         with self._lock:
             keys = [key for key in self._local if key.session == session]
             unstored = sum(1 for key in keys if self._local.pop(key).version == 0)
-            waiting = [key for key in self._pending if key.session == session]
-            for key in waiting:
-                del self._pending[key]
+        waiting = self._pending.drop_session(session)
         return len(set(keys) | set(waiting)), unstored
 
     def _flush(self) -> bool:
         """Write what waits for the store; True when nothing is left."""
-        with self._lock:
-            sessions = list(self._pending_sessions.items())
-            items = list(self._pending.items())
+        sessions, items = self._pending.snapshot()
         if not sessions and not items:
             return True
         try:
             for session, before in sessions:
                 self.store.release_session(self.app, session, before)
-                with self._lock:
-                    if self._pending_sessions.get(session) == before:
-                        del self._pending_sessions[session]
+                self._pending.session_written(session, before)
             for key, pending in items:
                 self._flush_one(key, pending)
-                with self._lock:
-                    if self._pending.get(key) is pending:  # unless a call queued another change meanwhile
-                        del self._pending[key]
+                self._pending.written(key, pending)
         except StoreUnavailable as exc:
-            if not self._outage:
-                self._outage = True
-                log.warning("ref store unreachable (%s); keeping changes until it is back", exc)
+            self._pending.store_failed(exc)
             return False
-        if self._outage:
-            self._outage = False
-            log.warning("ref store reachable again; pending changes written")
+        self._pending.store_back()
         return True
 
     def _flush_one(self, key: Key, pending: Pending) -> None:

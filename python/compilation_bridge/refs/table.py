@@ -12,6 +12,16 @@ from collections.abc import Iterable
 from typing import Any, Protocol
 
 UNKNOWN_REF = "Unknown SnakeBridge reference: {}"
+
+
+class RefStoreUnavailable(ConnectionError):
+    """A ref that must come from the store cannot, or a change cannot be kept, while it is away."""
+
+
+class RefStoreIntegrityError(ValueError):
+    """A stored entry failed its checks (signature, version, size, format): refused, never decoded."""
+
+
 Origin = tuple[str, str]  # (parent ref id, attribute): the object was read from another ref's object
 
 
