@@ -21,9 +21,11 @@ FLUSH_TIMEOUT_S = 2.0  # of Snakepit's 6 s between SIGTERM and SIGKILL, what wri
 
 
 class Worker:
-    def __init__(self, application: str | None = None, refs: RefTable | None = None) -> None:
+    def __init__(
+        self, application: str | None = None, run: str | None = None, refs: RefTable | None = None
+    ) -> None:
         self.application = application or application_setting()
-        self.refs = refs if refs is not None else open_ref_table(self.application)
+        self.refs = refs if refs is not None else open_ref_table(self.application, run)
         self.dispatcher = Dispatcher(refs=self.refs)
         self._stopped = threading.Lock()
 

@@ -210,3 +210,26 @@ def test_a_hung_store_never_holds_up_ping_heartbeat_or_cleanup(
         assert session.get_attr(held, "mode") == 3
     finally:
         stop_pool(workers)
+
+
+def test_a_restarted_application_starts_with_an_empty_store(tmp_path: Path) -> None:
+    """Five stop/start cycles of an application (a new BEAM: a new Snakepit run id each time) leave the
+    refs of the last run only, not of every run (SnakeBridge releases nothing at Application.stop)."""
+    import sqlite3
+
+    from compilation_bridge.refs.store.sqlite import DB_FILE
+    from compilation_bridge.testing.worker_process import run_id
+
+    extra = {"COMPILATION_BRIDGE_STATE_DIR": str(tmp_path / "state")}
+    for cycle in range(5):
+        run = f"{run_id()[:5]}{cycle:02d}"
+        worker = WorkerProcess.spawn(extra_env=extra, run=run)
+        try:
+            session = SnakeBridgeSession(worker.stub, worker.session_id, f"session_{cycle}", timeout_s=60)
+            for _ in range(20):
+                session.call_class("vllm.config", "CompilationConfig", mode=3)
+        finally:
+            worker.terminate()
+        with sqlite3.connect(tmp_path / "state" / DB_FILE) as db:
+            counted = db.execute("SELECT count(*) FROM refs").fetchone()[0]
+        assert counted == 20, f"cycle {cycle}: {counted} refs in the store"

@@ -162,3 +162,29 @@ def test_a_file_of_another_layout_is_laid_out_again(folder: StateFolder) -> None
         assert reopened.count(APP) == 1
     finally:
         reopened.close()
+
+
+def test_sqlite_releases_what_other_runs_of_the_application_left(folder: StateFolder) -> None:
+    """One host: a new Snakepit run of an instance ends every other run of it there first, so their refs
+    have no caller left (SnakeBridge releases nothing at Application.stop)."""
+    earlier, current = SqliteStore(folder, run="run0001"), SqliteStore(folder, run="run0002")
+    try:
+        earlier.create(key("s", "old"), entry(), LATER, NO_LIMITS)
+        earlier.create(key("s", "theirs", OTHER), entry(), LATER, NO_LIMITS)
+        current.create(key("s", "new"), entry(), LATER, NO_LIMITS)
+        assert current.release_other_runs(APP) == 1
+        assert current.version(key("s", "old"), 0) is None and current.version(key("s", "new"), 0) == 1
+        assert current.count(OTHER) == 1  # another application's refs are never touched
+        assert SqliteStore(folder).release_other_runs(APP) == 0  # no run named: nothing to tell apart
+    finally:
+        earlier.close()
+        current.close()
+
+
+def test_redis_keeps_other_runs_refs_for_their_lease(redis_server: RedisServer) -> None:
+    store = RedisStore(redis_server.url, base=f"test:{uuid.uuid4().hex}:")
+    try:
+        store.create(key("s", "r"), entry(), LATER, NO_LIMITS)
+        assert store.release_other_runs(APP) == 0 and store.count(APP) == 1  # other hosts may be alive
+    finally:
+        store.close()

@@ -24,25 +24,26 @@ OFF = ("off", "none", "local")
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 
-def open_ref_table(application: str = "default") -> RefTable:
-    """The table of a serving worker for `application` (not started: its owner starts and closes it)."""
+def open_ref_table(application: str = "default", run: str | None = None) -> RefTable:
+    """The table of a serving worker for `application`, started by Snakepit run `run` (not started: its
+    owner starts and closes it)."""
     setting = ref_store_setting()
     if setting.lower() in OFF:
         return LocalRefTable()
     folder = StateFolder()
     signer = Signer(folder.key(), folder.path / KEY_FILE)
-    store = open_store(setting, folder, signer)
+    store = open_store(setting, folder, signer, run or "")
     table = SharedRefTable(store, signer, application, journal=Journal(folder, signer, store.location))
     log.info("refs shared through %s", store.location)
     return table
 
 
-def open_store(setting: str, folder: StateFolder, signer: Signer) -> Store:
+def open_store(setting: str, folder: StateFolder, signer: Signer, run: str = "") -> Store:
     # Each store's module is imported only when chosen: the redis client is not loaded for SQLite.
     if setting.lower() == "sqlite":
         from compilation_bridge.refs.store.sqlite import SqliteStore
 
-        return SqliteStore(folder)
+        return SqliteStore(folder, run)
     if setting.startswith(REDIS_SCHEMES):
         from compilation_bridge.refs.store.redis import RedisStore
 

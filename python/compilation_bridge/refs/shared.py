@@ -190,6 +190,15 @@ class SharedRefTable:
 
     # ------------------------------------------------------------------------------ lifetime
     def start(self) -> None:
+        """Start the table's thread, after dropping what earlier runs of the application left (their
+        callers, an ended BEAM's processes, can hold none of it)."""
+        try:
+            dropped = self.store.release_other_runs(self.app)
+        except StoreUnavailable as exc:
+            log.warning("refs of earlier runs not released (%s); they go with their lease", exc)
+        else:
+            if dropped:
+                log.info("released %d refs left by earlier runs of this application", dropped)
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="ref-store", daemon=True)
             self._thread.start()

@@ -49,13 +49,17 @@ def launch_script() -> Path:
 
 
 def run_id() -> str:
-    """Snakepit's 7-character base36 run id (5 time characters + 2 counter characters)."""
+    """Snakepit's 7-character base36 run id (5 time characters + 2 counter characters): one per BEAM, so
+    one per harness process (`BEAM_RUN_ID`); a test that plays a restarted BEAM makes another."""
     alphabet = "0123456789abcdefghijklmnopqrstuvwxyz"
     n, chars = int(time.time() * 1000), []
     for _ in range(7):
         n, r = divmod(n, 36)
         chars.append(alphabet[r])
     return "".join(reversed(chars))
+
+
+BEAM_RUN_ID = run_id()
 
 
 def snakepit_env(ready_file: str, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -126,6 +130,7 @@ class WorkerProcess:
         extra_env: dict[str, str] | None = None,
         heartbeat_interval_s: float | None = 2.0,
         ready_timeout_s: float = 30.0,
+        run: str | None = None,
     ) -> WorkerProcess:
         script = script or launch_script()
         elixir = ElixirBridgeServer() if elixir_address is None else None
@@ -144,7 +149,7 @@ class WorkerProcess:
             "--elixir-address",
             elixir_address,
             "--snakepit-run-id",
-            run_id(),
+            run or BEAM_RUN_ID,
             "--snakepit-instance-name",
             "test_compilation_bridge_nonode_nohost",
         ]

@@ -152,7 +152,7 @@ def serve(options: ServeOptions) -> int:
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     try:
-        worker = Worker(application_setting(options.instance_name))
+        worker = Worker(application_setting(options.instance_name), options.run_id)
         dispatcher = worker.dispatcher
         running = build_server(options, dispatcher)
     except Exception as exc:

@@ -106,6 +106,12 @@ class Store(Protocol):
 
     def stored_bytes(self, app: str, session: str | None = None) -> int: ...
 
+    def release_other_runs(self, app: str) -> int:
+        """Drop the application's refs made in other Snakepit runs than this store's writer's, where the
+        store can tell that no such run is alive (one host: Snakepit's start-up cleanup has ended every
+        other run of the instance there); 0 where it cannot (many hosts share it)."""
+        ...
+
     def prune(self, now: float) -> int:
         """Drop every entry whose lease ran out before `now`, whichever application wrote it."""
         ...

@@ -338,6 +338,10 @@ class RedisStore:
             if n < PRUNE_BATCH:
                 return dropped
 
+    def release_other_runs(self, app: str) -> int:
+        """Nothing: other hosts' runs of the application may be alive; their refs go with their lease."""
+        return 0
+
     def tidy(self) -> None:
         """Nothing to give back: Redis frees what a deletion frees."""
 

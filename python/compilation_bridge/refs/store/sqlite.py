@@ -42,7 +42,7 @@ T = TypeVar("T")
 
 # The layout's version, kept in the file (`PRAGMA user_version`): a file of another layout is emptied and
 # laid out again at start (refs are working state), never half-used by statements it cannot answer.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 OLD_LAYOUT = ("DROP TABLE IF EXISTS refs", "DROP TABLE IF EXISTS sessions", "DROP TABLE IF EXISTS apps")
 # Run in one transaction at every start: tables are kept, triggers always replaced by these definitions.
 SCHEMA = """
@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS refs (
     app TEXT NOT NULL, session TEXT NOT NULL, ref TEXT NOT NULL, version INTEGER NOT NULL,
     state BLOB NOT NULL, mac BLOB NOT NULL, size INTEGER NOT NULL, expires REAL NOT NULL,
     cap INTEGER NOT NULL,  -- the session's ref limit its writer applied (0: none), for the insert trigger
+    run TEXT NOT NULL,  -- the Snakepit run (one BEAM's life) whose worker created it
     PRIMARY KEY (app, session, ref)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS refs_by_expiry ON refs (expires);
 CREATE INDEX IF NOT EXISTS refs_by_session_expiry ON refs (app, session, expires);
@@ -96,7 +97,7 @@ _QUOTA_READ = (
 # One statement, its own transaction: the row goes in only when every quota allows it (the triggers then
 # count it and evict the session's least recently used refs past its limit); no row means a refusal.
 _CREATE = (
-    "INSERT INTO refs SELECT :app, :session, :ref, :version, :state, :mac, :size, :expires, :cap "
+    "INSERT INTO refs SELECT :app, :session, :ref, :version, :state, :mac, :size, :expires, :cap, :run "
     "FROM (SELECT 1) LEFT JOIN sessions s ON s.app = :app AND s.session = :session "
     "LEFT JOIN apps a ON a.app = :app "
     "WHERE (:max_total = 0 OR coalesce(a.refs, 0) < :max_total) "
@@ -115,8 +116,9 @@ _UPDATE = (
 
 
 class SqliteStore:
-    def __init__(self, folder: StateFolder) -> None:
+    def __init__(self, folder: StateFolder, run: str = "") -> None:
         self.folder = folder
+        self.run = run
         self.location = f"sqlite:{folder.path / DB_FILE}"
         for old in OLD_FILES:  # refs of the first format cannot be served any more: give their space back
             folder.remove(old)
@@ -203,6 +205,7 @@ class SqliteStore:
             "size": size,
             "expires": expires,
             "cap": quota.max_per_session,
+            "run": self.run,
             "max_total": quota.max_total,
             "max_sessions": quota.max_sessions,
             "max_sb": quota.max_session_bytes,
@@ -309,6 +312,11 @@ class SqliteStore:
             dropped += n
             if n < PRUNE_BATCH:
                 return dropped
+
+    def release_other_runs(self, app: str) -> int:
+        if not self.run:
+            return 0
+        return self._write("DELETE FROM refs WHERE app = ? AND run != ?", (app, self.run))[0]
 
     def tidy(self) -> None:
         # TRUNCATE waits for no reader: when one is busy it does what it can, and the next pass the rest.
