@@ -40,13 +40,18 @@ def workers(folder: StateFolder, signer: Signer) -> Iterator[Workers]:
         table = SharedRefTable(
             SqliteStore(folder), key or signer, application, limits or RefLimits(), **extra
         )
-        table.start()
-        opened.append(table)
-        return Dispatcher(refs=table)
+        return _started(table, opened)
 
     yield worker
     for table in opened:
         table.close(0)
+
+
+def _started(table: SharedRefTable, opened: list[SharedRefTable]) -> Dispatcher:
+    """A 'worker' over `table`, started as a Worker starts it; `opened` closes it at the end."""
+    table.start()
+    opened.append(table)
+    return Dispatcher(refs=table)
 
 
 def call(dispatcher: Dispatcher, **fields: Any) -> Any:
@@ -237,9 +242,7 @@ def redis_workers(redis_server: RedisServer, signer: Signer) -> Iterator[Workers
 
     def worker() -> Dispatcher:
         table = SharedRefTable(RedisStore(redis_server.url, base=base), signer, "default", RefLimits())
-        table.start()
-        opened.append(table)
-        return Dispatcher(refs=table)
+        return _started(table, opened)
 
     yield worker
     for table in opened:

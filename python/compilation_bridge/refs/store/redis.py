@@ -42,23 +42,26 @@ T = TypeVar("T")
 _COMMON = """
 local base, app = ARGV[1], ARGV[2]
 local p = base .. app .. ':'
-local function drop(sm, ref)
-    local key = p .. 'r:' .. sm .. ':' .. ref
+-- Drop one ref of application `of` (any application's: the prune drops what expired for all of them).
+local function drop_of(of, sm, ref)
+    local q = base .. of .. ':'
+    local key = q .. 'r:' .. sm .. ':' .. ref
     local size = redis.call('HGET', key, 'z')
     if not size then return 0 end
     redis.call('DEL', key)
-    local sess = p .. 's:' .. sm
+    local sess = q .. 's:' .. sm
     redis.call('ZREM', sess, ref)
-    redis.call('ZREM', base .. 'x', app .. sm .. ':' .. ref)
-    redis.call('HINCRBY', p .. 'n', 'refs', -1)
-    redis.call('HINCRBY', p .. 'n', 'bytes', -tonumber(size))
-    redis.call('HINCRBY', p .. 'b', sm, -tonumber(size))
+    redis.call('ZREM', base .. 'x', of .. sm .. ':' .. ref)
+    redis.call('HINCRBY', q .. 'n', 'refs', -1)
+    redis.call('HINCRBY', q .. 'n', 'bytes', -tonumber(size))
+    redis.call('HINCRBY', q .. 'b', sm, -tonumber(size))
     if redis.call('ZCARD', sess) == 0 then
-        redis.call('HINCRBY', p .. 'n', 'sessions', -1)
-        redis.call('HDEL', p .. 'b', sm)
+        redis.call('HINCRBY', q .. 'n', 'sessions', -1)
+        redis.call('HDEL', q .. 'b', sm)
     end
     return 1
 end
+local function drop(sm, ref) return drop_of(app, sm, ref) end
 local function place(sm, ref, expires)
     redis.call('ZADD', p .. 's:' .. sm, expires, ref)
     redis.call('ZADD', base .. 'x', expires, app .. sm .. ':' .. ref)
@@ -168,37 +171,22 @@ return n
 )
 
 # ARGV: base, '' (any application), now, batch. Members are '<app><length>:<session>:<ref>'.
-_PRUNE = """
-local base = ARGV[1]
+_PRUNE = (
+    _COMMON
+    + """
 local n = 0
 local old = redis.call('ZRANGEBYSCORE', base .. 'x', '-inf', '(' .. ARGV[3], 'LIMIT', 0, ARGV[4])
 for _, member in ipairs(old) do
-    local app = string.sub(member, 1, 32)
     local rest = string.sub(member, 33)
     local colon = string.find(rest, ':', 1, true)
     local length = tonumber(string.sub(rest, 1, colon - 1))
-    local sm = string.sub(rest, 1, colon + length)
-    local ref = string.sub(rest, colon + length + 2)
-    local p = base .. app .. ':'
-    local key = p .. 'r:' .. sm .. ':' .. ref
-    local size = redis.call('HGET', key, 'z')
-    redis.call('ZREM', base .. 'x', member)
-    if size then
-        redis.call('DEL', key)
-        local sess = p .. 's:' .. sm
-        redis.call('ZREM', sess, ref)
-        redis.call('HINCRBY', p .. 'n', 'refs', -1)
-        redis.call('HINCRBY', p .. 'n', 'bytes', -tonumber(size))
-        redis.call('HINCRBY', p .. 'b', sm, -tonumber(size))
-        if redis.call('ZCARD', sess) == 0 then
-            redis.call('HINCRBY', p .. 'n', 'sessions', -1)
-            redis.call('HDEL', p .. 'b', sm)
-        end
-        n = n + 1
-    end
+    redis.call('ZREM', base .. 'x', member)  -- also a member whose entry is already gone
+    n = n + drop_of(string.sub(member, 1, 32), string.sub(rest, 1, colon + length),
+                    string.sub(rest, colon + length + 2))
 end
 return n
 """
+)
 
 
 def session_member(session: str) -> str:

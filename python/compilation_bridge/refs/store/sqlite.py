@@ -282,21 +282,21 @@ class SqliteStore:
         )[0]
 
     def count(self, app: str, session: str | None = None) -> int:
-        if session is None:
-            row = self._read("SELECT refs FROM apps WHERE app = ?", (app,))
-        else:
-            row = self._read("SELECT n FROM sessions WHERE app = ? AND session = ?", (app, session))
-        return int(row[0]) if row else 0
+        return self._tally("refs", "n", app, session)
 
     def session_count(self, app: str) -> int:
-        row = self._read("SELECT sessions FROM apps WHERE app = ?", (app,))
-        return int(row[0]) if row else 0
+        return self._tally("sessions", "", app, None)
 
     def stored_bytes(self, app: str, session: str | None = None) -> int:
+        return self._tally("bytes", "bytes", app, session)
+
+    def _tally(self, app_column: str, session_column: str, app: str, session: str | None) -> int:
+        """A total the triggers keep: the application's (`apps`), or one session's (`sessions`)."""
         if session is None:
-            row = self._read("SELECT bytes FROM apps WHERE app = ?", (app,))
+            row = self._read(f"SELECT {app_column} FROM apps WHERE app = ?", (app,))
         else:
-            row = self._read("SELECT bytes FROM sessions WHERE app = ? AND session = ?", (app, session))
+            query = f"SELECT {session_column} FROM sessions WHERE app = ? AND session = ?"
+            row = self._read(query, (app, session))
         return int(row[0]) if row else 0
 
     def prune(self, now: float) -> int:
