@@ -21,6 +21,9 @@ hostile request cannot widen what the worker may import or where it may write.
 - ``COMPILATION_BRIDGE_MODEL_ROOTS``: ``os.pathsep``-separated folders model folders (``config.json``) may
   be read from, besides the bundled models and the allowed roots (default: none).
 - ``XDG_CACHE_HOME``: holds the user cache folder ``compilation-bridge/`` (default ``~/.cache``).
+- ``COMPILATION_BRIDGE_ALLOWED_PEER_UIDS``: comma-separated uids whose processes may call the gRPC worker
+  besides its own user's (default: none), or ``any`` for every user that can reach the port
+  (`transport/peers.py`). An entry that is not a uid is ignored, with a warning.
 
 Read when used rather than at start, because tests change them (the functions below):
 
@@ -152,6 +155,7 @@ MAX_SESSION_BYTES_ENV = "COMPILATION_BRIDGE_MAX_SESSION_BYTES"
 MAX_STORE_BYTES_ENV = "COMPILATION_BRIDGE_MAX_STORE_BYTES"
 APPLICATION_ENV = "COMPILATION_BRIDGE_APPLICATION"
 INDUCTOR_REMOTE_CACHE_ENV = "COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE"
+ALLOWED_PEER_UIDS_ENV = "COMPILATION_BRIDGE_ALLOWED_PEER_UIDS"
 PLATFORMS = ("cpu", "cuda")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
 DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
@@ -221,6 +225,20 @@ def set_inductor_remote_cache_switches() -> None:
     its import. The one place the worker writes its environment."""
     for name in INDUCTOR_REMOTE_CACHE_SWITCHES:
         os.environ.setdefault(name, "1")
+
+
+def allowed_peer_uids_setting() -> frozenset[int] | None:
+    """The uids, besides the worker's own, whose processes may call it; None for `any` (no check)."""
+    uids = set()
+    for item in os.environ.get(ALLOWED_PEER_UIDS_ENV, "").split(","):
+        item = item.strip()
+        if item.lower() == "any":
+            return None
+        if item.isdigit():
+            uids.add(int(item))
+        elif item:
+            log.warning("ignoring %r in %s: not a uid", item, ALLOWED_PEER_UIDS_ENV)
+    return frozenset(uids)
 
 
 def model_roots_setting() -> tuple[Path, ...]:

@@ -30,6 +30,7 @@ from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.heartbeat import HeartbeatClient
 from compilation_bridge.transport.options import ServeOptions
+from compilation_bridge.transport.peers import peer_interceptors
 from compilation_bridge.transport.readyfile import write_ready_file
 from compilation_bridge.transport.reflection import add_reflection
 from compilation_bridge.transport.servicer import MAX_TELEMETRY_STREAMS, BridgeServicer
@@ -72,6 +73,8 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
     threads = options.max_concurrent_calls + MAX_TELEMETRY_STREAMS + reflection_streams + SPARE_THREADS
     server = grpc.server(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bridge"),
+        # Every RPC (health and reflection included) answers only the worker's own user (peers.py).
+        interceptors=peer_interceptors(options.host),
         options=[
             ("grpc.max_receive_message_length", transport_limit),
             ("grpc.max_send_message_length", response_limit),
