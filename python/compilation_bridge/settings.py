@@ -29,7 +29,9 @@ Read when used rather than at start, because tests change them (the functions be
 
 - ``COMPILATION_BRIDGE_MAX_MODEL_BYTES``: total float32 parameter size of a reference model (default
   ``1 << 30``, 1 GiB). ``COMPILATION_BRIDGE_MAX_RUN_ELEMENTS``: a run's tokens times hidden size (default
-  ``1 << 24``). For both, a value that is not a whole number above 0 leaves the default.
+  ``1 << 24``). ``COMPILATION_BRIDGE_MAX_RUN_BYTES``: a run's estimated peak allocation, attention's
+  heads x tokens² scores included (default ``1 << 30``, 1 GiB; `compile.budgets`). For all three, a value
+  that is not a whole number above 0 leaves the default.
 - ``COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE``: flag, never read or write the compile cache (default off;
   vLLM's own ``VLLM_DISABLE_COMPILE_CACHE`` is read beside it, as vLLM reads it: `vllm_config.env`).
 - ``COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE``: flag, Inductor's max-autotune and coordinate-descent
@@ -140,6 +142,7 @@ REF_STORE_ENV = "COMPILATION_BRIDGE_REF_STORE"
 MODEL_ROOTS_ENV = "COMPILATION_BRIDGE_MODEL_ROOTS"
 MAX_MODEL_BYTES_ENV = "COMPILATION_BRIDGE_MAX_MODEL_BYTES"
 MAX_RUN_ELEMENTS_ENV = "COMPILATION_BRIDGE_MAX_RUN_ELEMENTS"
+MAX_RUN_BYTES_ENV = "COMPILATION_BRIDGE_MAX_RUN_BYTES"
 DISABLE_COMPILE_CACHE_ENV = "COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE"
 INDUCTOR_MAX_AUTOTUNE_ENV = "COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE"
 LOG_LEVEL_ENV = "SNAKEPIT_LOG_LEVEL"
@@ -159,6 +162,7 @@ ALLOWED_PEER_UIDS_ENV = "COMPILATION_BRIDGE_ALLOWED_PEER_UIDS"
 PLATFORMS = ("cpu", "cuda")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
 DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
+DEFAULT_MAX_RUN_BYTES = 1 << 30
 # Settings that change compiled code: the compile cache's key hashes their values as written.
 COMPILED_CODE_ENVS = (INDUCTOR_MAX_AUTOTUNE_ENV, PLATFORM_ENV)
 
@@ -265,6 +269,11 @@ def max_model_bytes() -> int:
 def max_run_elements() -> int:
     """The budget for one run's tokens times hidden size."""
     return _above_zero(MAX_RUN_ELEMENTS_ENV, DEFAULT_MAX_RUN_ELEMENTS)
+
+
+def max_run_bytes() -> int:
+    """The budget for one run's estimated peak allocation, in bytes (`compile.budgets.check_run_bytes`)."""
+    return _above_zero(MAX_RUN_BYTES_ENV, DEFAULT_MAX_RUN_BYTES)
 
 
 def compile_cache_disabled() -> bool:

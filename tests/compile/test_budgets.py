@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
 import pytest
 
 from compilation_bridge.compile import budgets, compile_model, inductor_options, models
@@ -10,7 +16,12 @@ from compilation_bridge.compile.inductor_options import (
     TUNING_OPTIONS,
     checked_inductor_options,
 )
-from compilation_bridge.settings import MAX_MODEL_BYTES_ENV, MAX_RUN_ELEMENTS_ENV
+from compilation_bridge.settings import (
+    DEFAULT_MAX_RUN_ELEMENTS,
+    MAX_MODEL_BYTES_ENV,
+    MAX_RUN_BYTES_ENV,
+    MAX_RUN_ELEMENTS_ENV,
+)
 from compilation_bridge.vllm_config import CompilationConfig
 
 
@@ -106,9 +117,154 @@ def test_runs_are_bounded_by_tokens_times_hidden_size(monkeypatch: pytest.Monkey
         model.run(17)
 
 
-def test_the_default_run_budget_allows_the_default_toy_llama_at_the_token_cap() -> None:
+def test_the_default_run_budgets_allow_the_default_toy_llama_at_its_default_max_num_tokens() -> None:
+    from compilation_bridge.compile.plan import DEFAULT_MAX_NUM_TOKENS
     from compilation_bridge.compile.runner import RUN_TOKENS_CAP
 
+    footprint = models.ToyLlamaOptions().run_footprint
     budgets.check_run_elements(RUN_TOKENS_CAP, models.ToyLlamaOptions().hidden_size)
+    budgets.check_run_bytes(footprint, DEFAULT_MAX_NUM_TOKENS)  # the trace's default size, too
     with pytest.raises(ValueError, match="run budget of 16777216 elements"):
         budgets.check_run_elements(RUN_TOKENS_CAP, 4096)
+    # the element budget allows the token cap, but its attention scores alone would be 64 GiB per copy
+    with pytest.raises(ValueError, match=r"mostly attention 4 heads x 65536² tokens"):
+        budgets.check_run_bytes(footprint, RUN_TOKENS_CAP)
+
+
+# -- a run's peak bytes, attention included -------------------------------------------------------
+
+# One run as the runner does it (compiled forward, then the eager reference, each timed), in a fresh
+# process: ru_maxrss is the process's peak, so its rise over the resident size before the run is what
+# the run allocated at its peak. A warm-up run first, so that first-use costs are not counted.
+PEAK_SCRIPT = """
+import json, resource, sys
+import torch
+from compilation_bridge.compile import compile_model, models
+from compilation_bridge.vllm_config import CompilationConfig
+
+def resident():
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmRSS:"))
+
+mode, backend, name, tokens, options, cache_dir = sys.argv[1:7]
+num_tokens = int(tokens)
+config = CompilationConfig(mode=int(mode), backend=backend, cache_dir=cache_dir)
+model = compile_model(config, model=name, max_num_tokens=num_tokens, **json.loads(options))
+model.run(2, repeats=3)
+before = resident()
+model.run(num_tokens, repeats=3)
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+print(json.dumps({"grown": grown, "estimate": models.footprint_of(model.model)(num_tokens).peak_bytes}))
+"""
+
+
+def _measured_run(
+    cache_dir: str, mode: int, backend: str, name: str, n: int, options: dict[str, Any]
+) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, str(mode), backend, name, str(n), json.dumps(options), cache_dir],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "2"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize(
+    ("mode", "backend", "name", "num_tokens", "options"),
+    [
+        # attention dominates: 16 heads x 1024² scores are 64 MiB per copy
+        (0, "inductor", "toy-llama", 1024, {"num_heads": 16, "num_kv_heads": 2, "num_layers": 1}),
+        # the MLP dominates: 1024 tokens x 2 x 4096 for gate and up are 32 MiB
+        (0, "inductor", "toy-llama", 1024, {"intermediate_size": 4096, "num_layers": 1}),
+        # hidden states only, through the split graph's pieces: 16 MiB each
+        (3, "eager", "simple-piecewise", 2048, {"hidden_size": 2048}),
+    ],
+)
+def test_the_estimate_covers_what_a_run_really_allocates(
+    cache_dir: str, mode: int, backend: str, name: str, num_tokens: int, options: dict[str, Any]
+) -> None:
+    measured = _measured_run(cache_dir, mode, backend, name, num_tokens, options)
+    assert measured["grown"] > 0
+    assert measured["estimate"] >= measured["grown"], measured
+
+
+def test_attention_outgrows_the_element_budget_reproduction(cache_dir: str) -> None:
+    """The element budget allowed this run 128 times over, yet its scores grew the process by more than
+    a hundred hidden-state tensors: heads x tokens², which the byte estimate counts and covers."""
+    options = {"hidden_size": 128, "num_heads": 32, "num_kv_heads": 2, "num_layers": 1}
+    tokens = 1024
+    assert tokens * 128 * 128 <= DEFAULT_MAX_RUN_ELEMENTS
+    measured = _measured_run(cache_dir, 0, "inductor", "toy-llama", tokens, options)
+    hidden_state = tokens * 128 * 4
+    assert measured["grown"] > 100 * hidden_state  # about 300 MiB against 0.5 MiB of hidden states
+    assert measured["estimate"] >= measured["grown"], measured
+
+
+def test_a_run_above_the_byte_budget_is_refused_before_anything_is_allocated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    model = compile_model(CompilationConfig(mode=0), model="toy-llama", max_num_tokens=2048)
+    monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(100 << 20))
+
+    def no_inputs(n: int) -> None:
+        raise AssertionError(f"inputs of {n} tokens were built before the budget refused them")
+
+    monkeypatch.setattr(model, "_inputs", no_inputs)
+    with pytest.raises(ValueError) as info:
+        model.run(1024)
+    assert str(info.value) == (
+        "a run of 1024 tokens would allocate about 135.0 MiB at its peak (mostly attention 4 heads x "
+        "1024² tokens), above the worker's run budget of 100.0 MiB (COMPILATION_BRIDGE_MAX_RUN_BYTES); "
+        "run fewer tokens or build the model with smaller options"
+    )
+    assert model.runs == 0
+
+
+def test_a_run_just_inside_the_byte_budget_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    model = compile_model(CompilationConfig(mode=0), model="toy-llama", max_num_tokens=64, num_layers=1)
+    monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(models.footprint_of(model.model)(48).peak_bytes))
+    assert model.run(48, repeats=1)["num_tokens"] == 48
+    with pytest.raises(ValueError, match="a run of 49 tokens would allocate"):
+        model.run(49)
+
+
+def test_the_trace_takes_the_most_tokens_within_the_byte_budget(
+    monkeypatch: pytest.MonkeyPatch, cache_dir: str
+) -> None:
+    from compilation_bridge.compile.runner import CompiledModel
+
+    footprint = models.ToyLlamaOptions(num_layers=1).run_footprint
+    monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(footprint(300).peak_bytes + 1))
+    built: list[int] = []
+    inputs = CompiledModel._inputs
+    monkeypatch.setattr(CompiledModel, "_inputs", lambda self, n: built.append(n) or inputs(self, n))
+    config = CompilationConfig(mode=3, backend="eager", cache_dir=cache_dir)
+    compile_model(config, model="toy-llama", max_num_tokens=2048, num_layers=1)
+    assert built == [300]  # not max_num_tokens: 2048 tokens would be 15 times over the budget
+
+
+def test_a_trace_that_cannot_fit_is_refused_before_it_runs(
+    monkeypatch: pytest.MonkeyPatch, cache_dir: str
+) -> None:
+    monkeypatch.setenv(MAX_RUN_BYTES_ENV, "1000")
+    config = CompilationConfig(mode=3, backend="eager", cache_dir=cache_dir)
+    with pytest.raises(
+        ValueError, match=r"a run of 2 tokens would allocate about 0.5 MiB .* budget of 0.0 MiB"
+    ):
+        compile_model(config, model="single-attention", max_num_tokens=8, hidden_size=4096)
+
+
+def test_footprints_grow_with_tokens_and_name_what_dominates() -> None:
+    options = models.ToyLlamaOptions(hidden_size=64, num_heads=4, num_kv_heads=4, intermediate_size=8192)
+    sizes = [options.run_footprint(n).peak_bytes for n in (1, 2, 64, 512, 4096)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+    assert options.run_footprint(64).dominant == "the MLP 64 tokens x intermediate size 8192"
+    assert options.run_footprint(4096).dominant == "attention 4 heads x 4096² tokens"
+    simple = models.footprint_of(models.build_model("single-attention", hidden_size=8))(10)
+    assert simple.dominant == "hidden states 10 tokens x hidden size 8"
+    assert simple.peak_bytes == (2 * 6 + 4) * 10 * 8 * 4  # RUN_FACTOR x 6 widths, 4 held

@@ -11,13 +11,25 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
 
 from compilation_bridge.compile import budgets
 from compilation_bridge.compile.ops import RMSNorm, SiluAndMul
+
+# The sizes of `ToyLlamaOptions.run_footprint` (its docstring says where each comes from).
+FLOAT32 = 4
+SCORE_COPIES = 3
+CAUSAL_MASK_BYTES = 5
+ATTENTION_WIDTHS = 16
+MLP_HIDDEN_WIDTHS = 4
+MLP_INTERMEDIATE_WIDTHS = 4
+# vLLM's test models: the input, the running value, its next one and the attention's output buffer, and
+# two more that a split graph keeps for its next piece (a whole Inductor run measured 9 hidden-state
+# tensors alive, 4 of them the runner's inputs and outputs; RUN_FACTOR doubles these 6).
+SIMPLE_MODEL_WIDTHS = 6
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +80,37 @@ class ToyLlamaOptions:
         mlp = 3 * self.hidden_size * self.intermediate_size  # gate and up projections, then down
         layer = qkv + o_proj + mlp + 2 * self.hidden_size  # plus two RMSNorm weights
         return self.vocab_size * self.hidden_size + self.num_layers * layer + self.hidden_size
+
+    def run_footprint(self, num_tokens: int) -> budgets.RunFootprint:
+        """The peak bytes a run of `num_tokens` tokens allocates, computed (nothing is allocated first).
+
+        One forward peaks in a layer's attention and in its MLP (the layers run one after the other, and
+        the embedding and final norm hold a few hidden widths, fewer than either), all float32:
+
+        - attention: `SCORE_COPIES` x heads x tokens² (`scaled_dot_product_attention` on CPU takes its
+          math path for `unified_attention`'s 3-D inputs and materialises the scores, their softmax and
+          its masked copy, measured 2.4 to 3.2 copies with torch 2.13), tokens² bytes x
+          `CAUSAL_MASK_BYTES` (the causal mask as bool, then float), and `ATTENTION_WIDTHS` hidden
+          widths per token: residual, norm, qkv (at most 3), rotary tables and halves, rotated q and k,
+          keys and values repeated to every head, the scaled q and k, the output (12.5 counted).
+        - MLP: `MLP_HIDDEN_WIDTHS` hidden widths per token (the residuals, the norm, the output) and
+          `MLP_INTERMEDIATE_WIDTHS` intermediate widths (gate and up, the SiLU, the product).
+
+        The model returns hidden states, so there are no vocabulary-sized logits; the embedding reads
+        rows of its table. `budgets.RunFootprint.of` sums the two (the allocator may keep the first's
+        pages), doubles that for the eager reference run beside the compiled one, and adds what the
+        runner holds: both outputs and two input sets.
+        """
+        n, heads, hidden, width = num_tokens, self.num_heads, self.hidden_size, FLOAT32 * num_tokens
+        scores = (SCORE_COPIES * FLOAT32 * heads + CAUSAL_MASK_BYTES) * n * n
+        mlp_widths = MLP_HIDDEN_WIDTHS * hidden + MLP_INTERMEDIATE_WIDTHS * self.intermediate_size
+        terms = {
+            f"attention {heads} heads x {n}² tokens": scores,
+            f"hidden states {n} tokens x hidden size {hidden}": ATTENTION_WIDTHS * hidden * width,
+            f"the MLP {n} tokens x intermediate size {self.intermediate_size}": mlp_widths * width,
+        }
+        held = 2 * hidden * width + 2 * 2 * 8 * n  # both outputs; two sets of int64 ids and positions
+        return budgets.RunFootprint.of(n, terms, held)
 
 
 def _init_(generator: torch.Generator, *tensors: torch.Tensor, std: float) -> None:
@@ -156,6 +199,9 @@ class ToyLlama(nn.Module):
                 std = 1.0 if name.startswith("embed") else 1.0 / math.sqrt(p.shape[-1])
                 _init_(generator, p, std=std)
 
+    def run_footprint(self, num_tokens: int) -> budgets.RunFootprint:
+        return self.options.run_footprint(num_tokens)
+
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         hidden = self.embed_tokens(input_ids)
         for layer in self.layers:
@@ -195,6 +241,9 @@ class SimplePiecewiseModel(nn.Module):
     def example_inputs(self, num_tokens: int, device: torch.device) -> tuple[torch.Tensor, ...]:
         return (torch.zeros(num_tokens, self.hidden_size, device=device),)
 
+    def run_footprint(self, num_tokens: int) -> budgets.RunFootprint:
+        return _simple_run_footprint(num_tokens, self.hidden_size)
+
 
 class SingleAttentionModel(nn.Module):
     """vLLM's `test_compile_ranges.py` model: x + x, attention, * 3 (ones in, 18 out)."""
@@ -211,6 +260,17 @@ class SingleAttentionModel(nn.Module):
 
     def example_inputs(self, num_tokens: int, device: torch.device) -> tuple[torch.Tensor, ...]:
         return (torch.ones(num_tokens, self.hidden_size, device=device),)
+
+    def run_footprint(self, num_tokens: int) -> budgets.RunFootprint:
+        return _simple_run_footprint(num_tokens, self.hidden_size)
+
+
+def _simple_run_footprint(num_tokens: int, hidden_size: int) -> budgets.RunFootprint:
+    """vLLM's test models only add to and copy hidden states (their attention writes q + k + v), so a
+    forward holds `SIMPLE_MODEL_WIDTHS` of them; the runner holds both outputs and two inputs besides."""
+    hidden = FLOAT32 * num_tokens * hidden_size
+    what = f"hidden states {num_tokens} tokens x hidden size {hidden_size}"
+    return budgets.RunFootprint.of(num_tokens, {what: SIMPLE_MODEL_WIDTHS * hidden}, 4 * hidden)
 
 
 def _toy_llama(seed: int, options: dict[str, Any]) -> nn.Module:
@@ -236,6 +296,11 @@ def hidden_size(model: nn.Module) -> int:
     options = getattr(model, "options", None)
     width: Any = options.hidden_size if options is not None else model.hidden_size
     return int(width)
+
+
+def footprint_of(model: nn.Module) -> budgets.Footprint:
+    """The model's `run_footprint`: every reference model states what a run allocates at its peak."""
+    return cast(budgets.Footprint, model.run_footprint)
 
 
 MODELS: dict[str, Callable[[int, dict[str, Any]], nn.Module]] = {

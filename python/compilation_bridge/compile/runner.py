@@ -126,6 +126,9 @@ class CompiledModel:
         if num_tokens > RUN_TOKENS_CAP:
             raise ValueError(f"num_tokens must be at most {RUN_TOKENS_CAP} on this worker, got {num_tokens}")
         budgets.check_run_elements(num_tokens, models.hidden_size(self.model))
+        # what runs is the batch padded to its CUDA graph's size (the same on CPU), attention included
+        padded = self.cudagraphs.dispatch(num_tokens)[1]
+        budgets.check_run_bytes(models.footprint_of(self.model), padded)
 
     def trace(self) -> None:
         """Trace once with `max_num_tokens` tokens, compiling nothing (VLLM_COMPILE) or the whole graph."""
@@ -134,9 +137,12 @@ class CompiledModel:
             CompilationMode.STOCK_TORCH_COMPILE,
         ):
             return
-        # The trace is a run too: within the run budget as well (its size does not change the code).
-        within_budget = max_run_elements() // models.hidden_size(self.model)
-        size = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP, within_budget))
+        # The trace is a run too: within both run budgets as well (its size does not change the code).
+        within_elements = max_run_elements() // models.hidden_size(self.model)
+        upper = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP, within_elements))
+        footprint = models.footprint_of(self.model)
+        size = budgets.largest_run_within(footprint, upper, lower=2)
+        budgets.check_run_bytes(footprint, size)  # refused when not even 2 tokens fit
         inputs = self._inputs(size)
         with progress.step("trace", mode=self.plan.mode.name, num_tokens=size):
             if self.backend is not None:
