@@ -46,12 +46,40 @@ defmodule RealClient.Pool do
 
   def alive?(os_pid), do: File.exists?("/proc/#{os_pid}")
 
-  @doc "Polls `fun` every 100 ms until it returns true or `ms` pass; returns its last answer."
+  @doc """
+  Waits until every Snakepit worker process has finished its post-ready sequence, and returns.
+
+  Snakepit 0.13's `GRPCWorker` sends InitializeSession to its Python worker from inside its own
+  GenServer after reporting ready, with the client's execute timeout (30 s by default), and a worker
+  killed while that RPC is in flight leaves the GenServer waiting for the whole timeout before it
+  handles the exit: `Snakepit.Pool.await_ready/2` can return before that sequence ends on a loaded
+  machine. `:sys.get_state/2` is answered only once the GenServer is back in its loop.
+  """
+  def settle(ms \\ 60_000) do
+    for pid <- Process.list(), grpc_worker?(pid), do: :sys.get_state(pid, ms)
+    :ok
+  end
+
+  defp grpc_worker?(pid) do
+    case Process.info(pid, :dictionary) do
+      {:dictionary, dictionary} ->
+        dictionary[:"$initial_call"] == {Snakepit.GRPCWorker, :init, 1}
+
+      nil ->
+        false
+    end
+  end
+
+  @doc "Polls `fun` every 100 ms until it returns true or `ms` of wall-clock time pass; returns its last answer."
   def eventually(fun, ms) do
+    poll_until(fun, System.monotonic_time(:millisecond) + ms)
+  end
+
+  defp poll_until(fun, deadline) do
     cond do
       fun.() -> true
-      ms <= 0 -> false
-      true -> Process.sleep(100) && eventually(fun, ms - 100)
+      System.monotonic_time(:millisecond) >= deadline -> false
+      true -> Process.sleep(100) && poll_until(fun, deadline)
     end
   end
 end
