@@ -310,8 +310,14 @@ def test_the_setting(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureF
         monkeypatch.setenv(settings.ALLOWED_PEER_UIDS_ENV, text)
         assert settings.allowed_peer_uids_setting() == uids
     monkeypatch.setenv(settings.ALLOWED_PEER_UIDS_ENV, "bob,7")
-    with caplog.at_level(logging.WARNING):
-        assert settings.allowed_peer_uids_setting() == frozenset({7})
+    # On the settings logger itself: an earlier test may have configured its level or propagation.
+    logger = logging.getLogger("compilation_bridge")
+    logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="compilation_bridge"):
+            assert settings.allowed_peer_uids_setting() == frozenset({7})
+    finally:
+        logger.removeHandler(caplog.handler)
     assert "ignoring 'bob'" in caplog.text
     monkeypatch.setenv(settings.ALLOWED_PEER_UIDS_ENV, "any")
     assert peers.peer_interceptors("localhost") == []
