@@ -64,6 +64,7 @@ The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them thro
 Start-up options (transport/options.py, from a mapping tests pass or the environment, through the same
 parsers; defaults in README, "Environment variables"): ``COMPILATION_BRIDGE_HOST``,
 ``COMPILATION_BRIDGE_MAX_REQUEST_BYTES``, ``COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS``,
+``COMPILATION_BRIDGE_MAX_SESSION_CALLS``,
 ``COMPILATION_BRIDGE_REFLECTION``, ``COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS``,
 ``COMPILATION_BRIDGE_STREAM_IDLE_SECONDS``, and Snakepit's ``SNAKEPIT_READY_FILE``,
 ``SNAKEPIT_HEARTBEAT_CONFIG``, ``SNAKEPIT_GRPC_ADDRESS``, ``SNAKEPIT_ELIXIR_ADDRESS`` and

@@ -137,6 +137,7 @@ def test_streams_and_calls_at_their_caps_leave_the_control_path_free(worker: Wor
 
 
 def _sleep_call(worker: WorkerProcess, seconds: float) -> None:
-    session = SnakeBridgeSession(worker.stub, worker.session_id)
+    # one session per sleeper: the worker's cap is what this test fills, not one session's share
+    session = SnakeBridgeSession(worker.stub, worker.session_id, f"sleeper-{time.monotonic_ns()}")
     with contextlib.suppress(CallError):  # "worker busy" for the calls beyond the cap: expected
         session.call("compilation_bridge.testing", "sleep", [seconds])

@@ -71,6 +71,16 @@ def _slice(out: Any, n: int) -> Any:
     return type(out)(_slice(x, n) for x in out)
 
 
+class ModelBusyError(RuntimeError):
+    """The compiled model is running another call; refused at once (back-pressure, never a queue).
+
+    `context_fields` travel in the error's context, as for the worker's own busy errors."""
+
+    def __init__(self, message: str, *, limit: str, current: int, maximum: int) -> None:
+        super().__init__(message)
+        self.context_fields = {"limit": limit, "current": str(current), "max": str(maximum)}
+
+
 class CompiledModel:
     """A live compiled reference model: `run(num_tokens)` and `report()` return plain JSON-able dicts."""
 
@@ -161,8 +171,18 @@ class CompiledModel:
         compiled and eager forwards are timed alternately and `compiled_ms` / `eager_ms` are the
         medians. One sample is noise on a shared machine (a 100x swing between two rows).
         """
-        with self._lock:
+        # Never wait for the lock: a waiting call would hold its worker's call slot for the whole run.
+        if not self._lock.acquire(blocking=False):
+            raise ModelBusyError(
+                "compiled model busy: 1 of 1 runs in flight on this model; retry when it ends",
+                limit="runs in flight on this compiled model",
+                current=1,
+                maximum=1,
+            )
+        try:
             return self._run(num_tokens, _check_repeats(repeats))
+        finally:
+            self._lock.release()
 
     def _run(self, num_tokens: int, repeats: int) -> dict[str, Any]:
         self._check_tokens(num_tokens)

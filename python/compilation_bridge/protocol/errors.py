@@ -31,7 +31,13 @@ class SnakeBridgeHelperNotFoundError(Exception):
 
 
 class WorkerBusyError(RuntimeError):
-    """Too many tool calls are in flight; refused instead of queued so that heartbeats keep a thread."""
+    """A share of the worker is full; refused instead of queued so that heartbeats keep a thread.
+
+    `limit`, `current` and `maximum` travel in the error's context, for a caller that backs off."""
+
+    def __init__(self, message: str, *, limit: str, current: int, maximum: int) -> None:
+        super().__init__(message)
+        self.context_fields = {"limit": limit, "current": str(current), "max": str(maximum)}
 
 
 def _bounded(text: str) -> str:
@@ -73,6 +79,9 @@ def error_context(tool_name: str, session_id: str, payload: Any) -> dict[str, st
 def error_payload(exc: BaseException, context: dict[str, str]) -> dict[str, Any]:
     """The JSON object Snakepit's `PythonTranslation.from_error_message` expects."""
     message = _text(exc)  # an exception whose __str__ fails still has to be reported
+    fields = getattr(exc, "context_fields", None)  # what a back-pressure error says of its limit
+    if isinstance(fields, dict):
+        context = {**context, **{_text(k): _text(v) for k, v in fields.items()}}
     stacktrace = [_bounded(line) for line in _frames(exc)]
     return {
         "type": _bounded(type(exc).__name__),

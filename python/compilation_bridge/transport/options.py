@@ -22,6 +22,7 @@ DEFAULT_HOST = "localhost"  # grpc binds 127.0.0.1 and ::1 on one port: Snakepit
 MAX_PORT = 65535
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_CONCURRENT_CALLS = 8
+DEFAULT_MAX_SESSION_CALLS = 4  # half the worker's calls: one greedy session leaves the others room
 DEFAULT_MAX_REFLECTION_STREAMS = 2
 DEFAULT_STREAM_IDLE_S = 30.0
 
@@ -52,6 +53,7 @@ class ServeOptions:
     health_check: bool = False
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_concurrent_calls: int = DEFAULT_MAX_CONCURRENT_CALLS
+    max_session_calls: int = DEFAULT_MAX_SESSION_CALLS
     reflection: bool = False
     max_reflection_streams: int = DEFAULT_MAX_REFLECTION_STREAMS
     stream_idle_s: float = DEFAULT_STREAM_IDLE_S
@@ -122,6 +124,7 @@ def from_namespace(
         max_concurrent_calls=env_int(
             "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS, env=env
         ),
+        max_session_calls=env_int("COMPILATION_BRIDGE_MAX_SESSION_CALLS", DEFAULT_MAX_SESSION_CALLS, env=env),
         reflection=env_flag("COMPILATION_BRIDGE_REFLECTION", env),
         max_reflection_streams=env_int(
             "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS, env=env

@@ -65,7 +65,11 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
     transport_limit = options.max_request_bytes + 1024 * 1024  # the servicer reports the precise error
     response_limit = 64 * 1024 * 1024
     servicer = BridgeServicer(
-        dispatcher, options.max_request_bytes, response_limit, options.max_concurrent_calls
+        dispatcher,
+        options.max_request_bytes,
+        response_limit,
+        options.max_concurrent_calls,
+        options.max_session_calls,
     )
     # Every RPC that can last (tools, streaming tools, telemetry, reflection) is capped on its own; the
     # pool holds all those caps plus the spare threads, so the control path never waits for a thread.

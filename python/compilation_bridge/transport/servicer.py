@@ -18,7 +18,8 @@ from typing import Any
 
 import grpc
 
-from compilation_bridge.protocol.dispatch import Dispatcher, Reply
+from compilation_bridge.protocol.admission import Admission
+from compilation_bridge.protocol.dispatch import Dispatcher, Reply, session_of
 from compilation_bridge.protocol.errors import WorkerBusyError, fallback_payload
 from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
 from compilation_bridge.transport import jsonio
@@ -50,12 +51,12 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         max_request_bytes: int,
         max_response_bytes: int,
         max_concurrent_calls: int,
+        max_session_calls: int | None = None,
     ) -> None:
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
         self.max_response_bytes = max_response_bytes
-        self._calls = _Slots(max_concurrent_calls)
-        self._max_calls = max_concurrent_calls
+        self._admission = Admission(max_concurrent_calls, max_session_calls or max_concurrent_calls)
         self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
         self._sessions_lock = threading.Lock()
         self.sessions: OrderedDict[str, float] = OrderedDict()
@@ -180,17 +181,23 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         )
 
     def _run_tool(self, request: pb.ExecuteToolRequest) -> Reply:
-        if not self._calls.acquire():
-            busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
+        payload: Any = None
+        try:
+            self._admission.enter_worker()  # before decoding: the cap bounds that work too
+        except WorkerBusyError as busy:
             return self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
         try:
+            payload = self._payload(request)
+            share = _share(payload, request.session_id)
+            self._admission.enter_session(share)
             try:
-                payload = self._payload(request)
-            except Exception as exc:
-                return self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id)
-            return self.dispatcher.execute(request.tool_name, payload, request.session_id)
+                return self.dispatcher.execute(request.tool_name, payload, request.session_id)
+            finally:
+                self._admission.leave_session(share)
+        except Exception as exc:  # a bad payload, or the session's share is full
+            return self.dispatcher.error_reply(exc, request.tool_name, payload, request.session_id)
         finally:
-            self._calls.release()
+            self._admission.leave_worker()
 
     def _payload(self, request: pb.ExecuteToolRequest) -> dict[str, Any]:
         size = request.ByteSize()
@@ -236,16 +243,17 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.ToolChunk]:
         token = correlation_id.set(_correlation(request, context))
-        if not self._calls.acquire():
+        try:
+            self._admission.enter_worker()
+        except WorkerBusyError as busy:
             correlation_id.reset(token)
-            busy = WorkerBusyError(f"worker busy: {self._max_calls} calls already in flight; retry later")
             self._abort(
                 context, self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
             )
         try:
             yield from self._stream_chunks(request, context)
         finally:
-            self._calls.release()
+            self._admission.leave_worker()
             correlation_id.reset(token)
 
     def _stream_chunks(
@@ -256,11 +264,16 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         count = 0
         try:
             payload = self._payload(request)
-            for item in self.dispatcher.stream(tool, payload, request.session_id):
-                if not context.is_active():
-                    return  # the caller cancelled: stop producing
-                count += 1
-                yield pb.ToolChunk(chunk_id=f"{tool}-{count}", data=jsonio.dumps(item))
+            share = _share(payload, request.session_id)
+            self._admission.enter_session(share)
+            try:
+                for item in self.dispatcher.stream(tool, payload, request.session_id):
+                    if not context.is_active():
+                        return  # the caller cancelled: stop producing
+                    count += 1
+                    yield pb.ToolChunk(chunk_id=f"{tool}-{count}", data=jsonio.dumps(item))
+            finally:
+                self._admission.leave_session(share)
         except Exception as exc:
             self._abort(context, self.dispatcher.error_reply(exc, tool, payload, request.session_id))
         yield pb.ToolChunk(chunk_id=f"{tool}-{count + 1}", data=b"", is_final=True)
@@ -271,25 +284,13 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         context.abort(grpc.StatusCode.INTERNAL, _error_json(reply))
 
 
-class _Slots:
-    """A non-blocking counting limit (cheaper per call than a BoundedSemaphore's condition variable)."""
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._used = 0
-        self._lock = threading.Lock()
-
-    def acquire(self) -> bool:
-        """Take a slot if one is free; never waits."""
-        with self._lock:
-            if self._used >= self._limit:
-                return False
-            self._used += 1
-            return True
-
-    def release(self) -> None:
-        with self._lock:
-            self._used -= 1
+def _share(payload: dict[str, Any], request_session_id: str) -> str:
+    """The session whose share a call takes: the one its refs live in (an id the dispatcher will refuse
+    counts as the request's own session, and is refused there)."""
+    try:
+        return session_of(payload, request_session_id)
+    except Exception:
+        return request_session_id
 
 
 def _error_json(reply: Reply) -> str:
