@@ -57,12 +57,16 @@ class StateFolder:
             os.close(fd)
 
     def make_private_if_present(self, name: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            fd = self._open(name, os.O_RDONLY)
-            try:
-                self._check_private(fd, name)
-            finally:
-                os.close(fd)
+        """Check a file another library made (SQLite's -wal and -shm) without opening it: closing any
+        descriptor of a file drops every POSIX lock this process holds on it, and SQLite's lock on its
+        -shm is what stops a worker starting beside this one from truncating the shared memory that
+        this one has mapped (which kills this worker with SIGBUS)."""
+        try:
+            info = os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if self._refuse_unless_private(info, name):
+            os.chmod(name, 0o600, dir_fd=self.fd)  # a regular file of ours, in a folder only we can change
 
     def read(self, name: str, max_bytes: int) -> bytes | None:
         """A private file's bytes (None when missing); refused when larger than `max_bytes`."""
@@ -126,13 +130,17 @@ class StateFolder:
             raise
 
     def _check_private(self, fd: int, name: str) -> None:
-        info = os.fstat(fd)
+        if self._refuse_unless_private(os.fstat(fd), name):
+            os.fchmod(fd, 0o600)
+
+    def _refuse_unless_private(self, info: os.stat_result, name: str) -> bool:
+        """Refuse a file that is not a regular file of the worker's user or that others may write; True
+        when it is ours but readable by others (an older release or a umask left it so): narrow it."""
         if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
             raise StateDirError(f"{self.path / name} is not a file of the worker's user; remove it")
         if stat.S_IMODE(info.st_mode) & 0o022:
             raise StateDirError(f"{self.path / name} may be written by other users; remove it")
-        if stat.S_IMODE(info.st_mode) & 0o077:
-            os.fchmod(fd, 0o600)  # ours: close it (an older release or a umask left it readable)
+        return bool(stat.S_IMODE(info.st_mode) & 0o077)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
