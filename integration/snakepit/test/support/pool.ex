@@ -56,9 +56,30 @@ defmodule RealClient.Pool do
   machine. `:sys.get_state/2` is answered only once the GenServer is back in its loop.
   """
   def settle(ms \\ 60_000) do
-    for pid <- Process.list(), grpc_worker?(pid), do: :sys.get_state(pid, ms)
+    for pid <- grpc_workers(), do: :sys.get_state(pid, ms)
     :ok
   end
+
+  @doc """
+  The OS pid of a worker that serves one RPC for the whole of `ms` (the same pending call in its
+  `GRPCWorker` at both ends), or nil: how a test finds the worker running a long call.
+  """
+  def long_call_worker(ms) do
+    before = pending_calls()
+    Process.sleep(ms)
+
+    Enum.find_value(pending_calls(), fn {os_pid, calls} ->
+      if not MapSet.disjoint?(calls, Map.get(before, os_pid, MapSet.new())), do: os_pid
+    end)
+  end
+
+  defp pending_calls do
+    for pid <- grpc_workers(), state = :sys.get_state(pid, 60_000), into: %{} do
+      {state.process_pid, state |> Map.get(:pending_rpc_calls, %{}) |> Map.keys() |> MapSet.new()}
+    end
+  end
+
+  defp grpc_workers, do: Enum.filter(Process.list(), &grpc_worker?/1)
 
   defp grpc_worker?(pid) do
     case Process.info(pid, :dictionary) do
