@@ -74,10 +74,13 @@ defmodule RealClient.Pool do
   end
 
   defp pending_calls do
-    for pid <- grpc_workers(), state = :sys.get_state(pid, 60_000), into: %{} do
+    for state <- grpc_worker_states(), into: %{} do
       {state.process_pid, state |> Map.get(:pending_rpc_calls, %{}) |> Map.keys() |> MapSet.new()}
     end
   end
+
+  @doc "The states of this BEAM's Snakepit `GRPCWorker` GenServers (each answers once back in its loop)."
+  def grpc_worker_states, do: Enum.map(grpc_workers(), &:sys.get_state(&1, 60_000))
 
   defp grpc_workers, do: Enum.filter(Process.list(), &grpc_worker?/1)
 
