@@ -28,45 +28,19 @@ defmodule RealClient.ChaosTest do
   @max_rounds 5_000
 
   setup_all do
-    config =
-      :launcher
-      |> RealClient.Recipes.config!()
-      |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
-      |> put_in([:snakepit, :instance_name], "my_app_chaos")
-
-    state =
-      Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
-
-    config = Pool.start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
-    instance = config[:snakepit][:instance_name]
-
-    on_exit(fn ->
-      Pool.stop()
-
-      Pool.eventually(fn -> Pool.worker_pids(instance) == [] end, 10_000) ||
-        Enum.each(Pool.worker_pids(instance), &Chaos.kill!/1)
-
-      File.rm_rf(state)
-    end)
-
-    {:ok, instance: instance}
+    {:ok, instance: Pool.start_pair!("my_app_chaos")}
   end
 
   test "#{@callers} callers while #{@kills} workers are killed: nothing wrong, nothing lost", %{
     instance: instance
   } do
     :ok = Chaos.recovered!(instance)
-    progress = :counters.new(1, [])
-    stop = :atomics.new(1, [])
-    callers = start_callers(@callers, progress, stop)
+    callers = start_callers(@callers)
 
     witnesses = Chaos.killer(instance, @kills)
-    :atomics.put(stop, 1, 1)
-    tally = callers |> Task.await_many(600_000) |> Chaos.total()
+    tally = stop_callers(callers)
     Chaos.report("#{@callers} callers", tally, @kills)
-
-    assert tally.wrong == []
-    assert tally.unacceptable == []
+    Chaos.assert_clean!(tally)
 
     # Every kill meets at most one call in flight (one per worker) and the calls already sent to it.
     assert length(tally.failed) <= @kills * @callers
@@ -79,23 +53,21 @@ defmodule RealClient.ChaosTest do
     instance: instance
   } do
     :ok = Chaos.recovered!(instance)
-    progress = :counters.new(1, [])
-    stop = :atomics.new(1, [])
     # A model size no other test compiles, so nothing comes from the compile cache: Inductor runs.
     hidden = 256 + 8 * :rand.uniform(64)
     compile = Task.async(fn -> compile_and_run(hidden) end)
-    callers = start_callers(4, progress, stop)
+    callers = start_callers(4)
 
     # The worker that holds the compile (or its first run) for seconds on end; the callers' calls take
     # milliseconds.
     {:ok, compiling} = Chaos.retry(fn -> found(Pool.long_call_worker(3_000)) end, 300_000)
-    during = :counters.get(progress, 1)
-    assert Pool.eventually(fn -> :counters.get(progress, 1) >= during + 20 end, 60_000)
+    during = rounds_done(callers)
+    assert Pool.eventually(fn -> rounds_done(callers) >= during + 20 end, 60_000)
 
     assert Pool.long_call_worker(1_000) == compiling,
            "the compile ended before its worker was killed"
 
-    Chaos.kill!(compiling)
+    Pool.kill!(compiling)
 
     assert {:error, %Snakepit.Error{} = error} = Task.await(compile, 600_000)
     assert Chaos.worker_died?(error), inspect(error)
@@ -103,16 +75,30 @@ defmodule RealClient.ChaosTest do
     assert {:ok, run} = compile_and_run(hidden)
     assert run["num_tokens"] == 8 and run["max_abs_diff_vs_eager"] < 1.0e-4
 
-    :atomics.put(stop, 1, 1)
-    tally = callers |> Task.await_many(600_000) |> Chaos.total()
+    tally = stop_callers(callers)
     Chaos.report("4 callers beside a compile", tally, 1)
     Chaos.assert_clean!(tally)
     assert length(Pool.worker_pids(instance)) == 2
   end
 
-  defp start_callers(count, progress, stop) do
+  # Callers running until stop_callers/1, each counting its rounds that succeeded in full.
+  defp start_callers(count) do
+    progress = :counters.new(1, [])
+    stop = :atomics.new(1, [])
     stop? = fn -> :atomics.get(stop, 1) == 1 end
-    for id <- 1..count, do: Task.async(fn -> Chaos.caller(id, progress, stop?, @max_rounds) end)
+
+    tasks =
+      for id <- 1..count, do: Task.async(fn -> Chaos.caller(id, progress, stop?, @max_rounds) end)
+
+    %{tasks: tasks, progress: progress, stop: stop}
+  end
+
+  defp rounds_done(callers), do: :counters.get(callers.progress, 1)
+
+  # Tells the callers to stop after their round and sums their tallies.
+  defp stop_callers(callers) do
+    :atomics.put(callers.stop, 1, 1)
+    callers.tasks |> Task.await_many(600_000) |> Chaos.total()
   end
 
   defp found(nil), do: :none

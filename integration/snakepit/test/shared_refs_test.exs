@@ -17,31 +17,7 @@ defmodule RealClient.SharedRefsTest do
   @rounds 5
 
   setup_all do
-    config =
-      :launcher
-      |> RealClient.Recipes.config!()
-      |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
-      # An instance of its own: the other modules count their workers by instance name.
-      |> put_in([:snakepit, :instance_name], "my_app_shared_refs")
-
-    # A ref store of this module's own, so its quotas and contents start empty.
-    state =
-      Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
-
-    config = Pool.start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
-
-    instance = config[:snakepit][:instance_name]
-
-    on_exit(fn ->
-      Pool.stop()
-      # Replacements of killed workers may still be starting: none may outlive this module.
-      Pool.eventually(fn -> Pool.worker_pids(instance) == [] end, 10_000) ||
-        Enum.each(Pool.worker_pids(instance), &System.cmd("kill", ["-9", Integer.to_string(&1)]))
-
-      File.rm_rf(state)
-    end)
-
-    {:ok, instance: instance}
+    {:ok, instance: Pool.start_pair!("my_app_shared_refs")}
   end
 
   test "#{@callers} concurrent callers, #{@rounds} rounds each, lose no ref", %{
@@ -72,7 +48,7 @@ defmodule RealClient.SharedRefsTest do
     before = Pool.worker_pids(instance)
 
     # Both workers: whichever made the ref is certainly gone; the next calls run on their replacements.
-    for pid <- before, do: System.cmd("kill", ["-9", Integer.to_string(pid)])
+    for pid <- before, do: Pool.kill!(pid)
 
     assert Pool.eventually(
              fn ->

@@ -191,13 +191,10 @@ defmodule RealClient.Chaos do
       :ok = recovered!(instance)
       witness = witness!(k, session)
       pid = Enum.random(Pool.worker_pids(instance))
-      kill!(pid)
+      Pool.kill!(pid)
       witness
     end
   end
-
-  @doc "kill -9 of one OS process."
-  def kill!(pid), do: {_, 0} = System.cmd("kill", ["-9", Integer.to_string(pid)])
 
   @doc "Waits (60 s, wall clock) until the pool holds two workers, then until both are settled."
   def recovered!(instance) do

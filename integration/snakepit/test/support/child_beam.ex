@@ -20,7 +20,7 @@ defmodule RealClient.ChildBeam do
   end
 
   def kill!(%{port: port, os_pid: os_pid}) do
-    {_, 0} = System.cmd("kill", ["-9", Integer.to_string(os_pid)])
+    RealClient.Pool.kill!(os_pid)
 
     receive do
       {^port, {:exit_status, _}} -> :ok

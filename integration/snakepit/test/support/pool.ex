@@ -33,6 +33,39 @@ defmodule RealClient.Pool do
     :ok
   end
 
+  @doc """
+  Starts the launcher recipe with `pool_size: 2` under `instance_name` (the other modules count their
+  workers by instance name) and a ref store of its own (its quotas and contents start empty); on the
+  caller's exit stops it, kills any worker still there (a replacement may still be starting) and
+  removes the store. Call from `setup_all`; returns the instance name.
+  """
+  def start_pair!(instance_name) do
+    config =
+      :launcher
+      |> RealClient.Recipes.config!()
+      |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
+      |> put_in([:snakepit, :instance_name], instance_name)
+
+    state =
+      Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
+
+    start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
+
+    ExUnit.Callbacks.on_exit(fn ->
+      stop()
+
+      eventually(fn -> worker_pids(instance_name) == [] end, 10_000) ||
+        Enum.each(worker_pids(instance_name), &kill!/1)
+
+      File.rm_rf(state)
+    end)
+
+    instance_name
+  end
+
+  @doc "kill -9 of one OS process."
+  def kill!(os_pid), do: {_, 0} = System.cmd("kill", ["-9", Integer.to_string(os_pid)])
+
   @doc "OS pids of this checkout's workers started under `instance_name`."
   def worker_pids(instance_name) do
     script = Path.join(ReadmeRecipe.repo_root(), "python/grpc_server.py")

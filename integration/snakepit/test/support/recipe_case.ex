@@ -152,7 +152,7 @@ defmodule RealClient.RecipeCase do
         # Kill a worker that is serving, not one still in Snakepit's post-ready sequence (Pool.settle/1).
         :ok = Pool.settle()
         [pid | _] = before = Pool.worker_pids(instance)
-        System.cmd("kill", ["-9", Integer.to_string(pid)])
+        Pool.kill!(pid)
 
         # Generous wall-clock deadlines: a loaded machine may take seconds to start the replacement.
         assert Pool.eventually(
