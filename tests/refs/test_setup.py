@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
 
 from compilation_bridge import remote_cache
-from compilation_bridge.refs import setup
+from compilation_bridge.refs import keys, setup
 from compilation_bridge.refs.keys import KEY_FILE, StateDirError, StateFolder
 from compilation_bridge.refs.local import LocalRefTable
 from compilation_bridge.refs.shared import SharedRefTable
@@ -144,3 +145,40 @@ def test_a_key_others_may_read_is_closed(tmp_path: Path) -> None:
     (folder.path / KEY_FILE).chmod(0o644)
     assert folder.key() == key
     assert stat.S_IMODE((folder.path / KEY_FILE).stat().st_mode) == 0o600
+
+
+def test_workers_starting_together_never_read_a_partly_made_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nine workers of a new pool made the key of a new folder at once, and one read it while the first was
+    still writing it ("does not hold a key of 32 bytes"). Here the first maker pauses while making its key
+    until a second worker has read one: the second must get a whole key, and both the same."""
+    first_paused = threading.Event()
+    second_done = threading.Event()
+    real_token_hex = keys.secrets.token_hex
+
+    def slow_first_token(nbytes: int) -> str:
+        if not first_paused.is_set():
+            first_paused.set()
+            second_done.wait(10)
+        return real_token_hex(nbytes)
+
+    monkeypatch.setattr(keys.secrets, "token_hex", slow_first_token)
+    results: dict[str, bytes | Exception] = {}
+
+    def make(name: str) -> None:
+        try:
+            results[name] = StateFolder(tmp_path / "state").key()
+        except Exception as exc:  # the assertion below names it
+            results[name] = exc
+        if name == "second":
+            second_done.set()
+
+    first = threading.Thread(target=make, args=("first",))
+    first.start()
+    assert first_paused.wait(10)
+    make("second")
+    first.join(10)
+    assert isinstance(results["second"], bytes), results["second"]
+    assert results["first"] == results["second"] and len(results["second"]) == keys.KEY_BYTES
+    assert sorted(p.name for p in (tmp_path / "state").iterdir()) == [KEY_FILE]

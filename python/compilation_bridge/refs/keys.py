@@ -83,6 +83,26 @@ class StateFolder:
 
     def write(self, name: str, data: bytes) -> None:
         """Replace `name` atomically with a new 0600 file."""
+        tmp = self._written_temp(name, data)
+        try:
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            self.remove(tmp)
+            raise
+
+    def create_once(self, name: str, data: bytes) -> None:
+        """Create `name` holding `data` unless it exists: readers see no file or the whole of it, and of
+        two processes creating it at once, the first to link its file in place wins."""
+        tmp = self._written_temp(name, data)
+        try:
+            os.link(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        finally:
+            self.remove(tmp)
+
+    def _written_temp(self, name: str, data: bytes) -> str:
+        """A new 0600 temporary file beside `name` holding `data`, on disk; returns its name."""
         tmp = f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         fd = self._open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
@@ -90,10 +110,10 @@ class StateFolder:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
-            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
         except BaseException:
             self.remove(tmp)
             raise
+        return tmp
 
     def remove(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -106,13 +126,13 @@ class StateFolder:
             return 0
 
     def key(self) -> bytes:
-        """The key that signs ref store entries, made on first use (two workers starting together keep
-        whichever was written first). Every worker sharing one store needs the same key file."""
-        with contextlib.suppress(FileExistsError):
-            fd = self._open(KEY_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(KEY_BYTES))
-        text = self.read(KEY_FILE, 4 * KEY_BYTES) or b""
+        """The key that signs ref store entries, made on first use. Workers starting together in a new
+        folder all read the first key made, never a partly written one. Every worker sharing one store
+        needs the same key file."""
+        text = self.read(KEY_FILE, 4 * KEY_BYTES)
+        if text is None:
+            self.create_once(KEY_FILE, secrets.token_hex(KEY_BYTES).encode())
+            text = self.read(KEY_FILE, 4 * KEY_BYTES) or b""
         try:
             key = bytes.fromhex(text.decode().strip())
         except (UnicodeDecodeError, ValueError):
