@@ -17,7 +17,7 @@ defmodule RealClient.SharedRefsTest do
   @rounds 5
 
   setup_all do
-    {:ok, instance: Pool.start_pair!("my_app_shared_refs")}
+    {:ok, instance: Pool.start_isolated!("my_app_shared_refs", 2)}
   end
 
   test "#{@callers} concurrent callers, #{@rounds} rounds each, lose no ref", %{

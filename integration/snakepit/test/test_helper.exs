@@ -1,4 +1,5 @@
-# The soak (test/soak, minutes long) and the chaos test (test/chaos_test.exs, which Snakepit 0.13 cannot
-# survive yet) run only when asked: scripts/soak.sh, scripts/realclient_test.sh --only chaos.
+# The soak (test/soak, minutes long) and the chaos scenarios on a pool of two (RealClient.ChaosPairTest,
+# which Snakepit 0.13 cannot survive yet) run only when asked: scripts/soak.sh,
+# scripts/realclient_test.sh --only chaos.
 ExUnit.configure(exclude: [:soak, :chaos])
 ExUnit.start()

@@ -1,10 +1,12 @@
 defmodule RealClient.Chaos do
   @moduledoc """
-  The chaos test's callers and killer. A caller runs rounds of the standard workload (construct, set,
+  The chaos scenarios (test/chaos_test.exs), their callers and their killer. A caller runs rounds of the standard workload (construct, set,
   read back, hash, release) in a session of its own and tallies every call's outcome; the killer kill -9s
   a worker only once the pool has recovered from the previous kill, and proves that a ref made just
   before each kill still answers afterwards.
   """
+
+  import ExUnit.Assertions
 
   alias RealClient.Pool
   alias SnakeBridge.Runtime
@@ -18,7 +20,141 @@ defmodule RealClient.Chaos do
   # Each call attempt's own bound: a call that hangs is a failure to report, not a stalled test.
   @call_timeout 30_000
 
+  # Bounds on the callers' rounds: they stop when the killer is done, or at this many rounds.
+  @max_rounds 5_000
+
+  # The BEAM's memory beyond which a scenario stops at once: Snakepit 0.13's misrouting after a kill
+  # (README, "Known limits") grows it by gigabytes a second, and a test must fail, not take the host down.
+  @beam_memory_limit 1_000_000_000
+
   defstruct calls: 0, rounds: 0, failed: [], wrong: [], unacceptable: []
+
+  @doc """
+  The pool settings of the chaos scenarios: Snakepit's heartbeat off. With it on, Snakepit 0.13 loses a
+  worker for good when the kill lands while a heartbeat ping is in flight (README, "Known limits"): the
+  failed ping ends the worker's GenServer with a `{:shutdown, _}` reason, which its supervisor does not
+  restart, and the pool counts supervisors, not workers, so it never starts a replacement.
+  """
+  def pool_overrides, do: %{heartbeat: %{enabled: false}}
+
+  @doc """
+  `callers` callers run while `kills` workers are killed one at a time: no wrong answer, every failure on
+  a worker that died, witness refs made before each kill answer after it, and the pool ends whole.
+  """
+  def kills_scenario!(instance, size, callers, kills) do
+    guard = memory_guard!()
+    :ok = recovered!(instance, size)
+    running = start_callers(callers)
+
+    witnesses = killer(instance, size, kills)
+    tally = stop_callers(running)
+    report("#{callers} callers, pool of #{size}", tally, kills)
+    assert_clean!(tally)
+
+    :ok = recovered!(instance, size)
+    assert Enum.all?(witnesses, &witness_intact?/1)
+    assert length(Pool.worker_pids(instance)) == size
+    stop_guard(guard)
+  end
+
+  @doc """
+  A long compile's worker is killed while `callers` callers of other sessions keep getting answers: the
+  compiling caller gets a Snakepit error, and a retry compiles and runs equal to eager.
+  """
+  def compile_scenario!(instance, size, callers) do
+    guard = memory_guard!()
+    :ok = recovered!(instance, size)
+    # A model size no other test compiles, so nothing comes from the compile cache: Inductor runs.
+    hidden = 256 + 8 * :rand.uniform(64)
+    compile = Task.async(fn -> compile_and_run(hidden) end)
+    running = start_callers(callers)
+
+    # The worker that holds the compile (or its first run) for seconds on end; the callers' calls take
+    # milliseconds.
+    {:ok, compiling} = retry(fn -> found(Pool.long_call_worker(3_000)) end, 300_000)
+    during = rounds_done(running)
+    assert Pool.eventually(fn -> rounds_done(running) >= during + 20 end, 60_000)
+
+    assert Pool.long_call_worker(1_000) == compiling,
+           "the compile ended before its worker was killed"
+
+    Pool.kill!(compiling)
+
+    assert {:error, %Snakepit.Error{} = error} = Task.await(compile, 600_000)
+    assert worker_died?(error), inspect(error)
+    :ok = recovered!(instance, size)
+    assert {:ok, run} = compile_and_run(hidden)
+    assert run["num_tokens"] == 8 and run["max_abs_diff_vs_eager"] < 1.0e-4
+
+    tally = stop_callers(running)
+    report("#{callers} callers beside a compile, pool of #{size}", tally, 1)
+    assert_clean!(tally)
+    assert length(Pool.worker_pids(instance)) == size
+    stop_guard(guard)
+  end
+
+  # Callers running until stop_callers/1, each counting its rounds that succeeded in full.
+  defp start_callers(count) do
+    progress = :counters.new(1, [])
+    stop = :atomics.new(1, [])
+    stop? = fn -> :atomics.get(stop, 1) == 1 end
+    tasks = for id <- 1..count, do: Task.async(fn -> caller(id, progress, stop?, @max_rounds) end)
+    %{tasks: tasks, progress: progress, stop: stop}
+  end
+
+  defp rounds_done(running), do: :counters.get(running.progress, 1)
+
+  # Tells the callers to stop after their round and sums their tallies.
+  defp stop_callers(running) do
+    :atomics.put(running.stop, 1, 1)
+    running.tasks |> Task.await_many(600_000) |> total()
+  end
+
+  defp found(nil), do: :none
+  defp found(os_pid), do: {:ok, os_pid}
+
+  defp compile_and_run(hidden) do
+    opts = [__runtime__: [session_id: "chaos-compile", timeout: 600_000]]
+
+    with {:ok, cc} <- CC.new(nil, 3, nil, opts),
+         {:ok, model} <-
+           Runtime.call(
+             "compilation_bridge.compile",
+             "compile_model",
+             [cc],
+             [max_num_tokens: 64, hidden_size: hidden, num_layers: 4] ++ opts
+           ) do
+      Runtime.call_method(model, :run, [8], opts)
+    end
+  end
+
+  # A process linked to the test that ends it, with the figure, once the BEAM's memory passes the limit.
+  # The memory is held by Snakepit's GRPCWorkers, which would go on growing: it kills them first (their
+  # supervisors start new ones), at high priority so that the copying it stops cannot starve it.
+  defp memory_guard! do
+    spawn_link(fn ->
+      Process.flag(:priority, :high)
+      watch_memory()
+    end)
+  end
+
+  defp watch_memory do
+    total = :erlang.memory(:total)
+
+    if total > @beam_memory_limit do
+      Enum.each(Pool.grpc_workers(), &Process.exit(&1, :kill))
+      exit({:beam_memory_over_limit, total, @beam_memory_limit})
+    else
+      Process.sleep(20)
+      watch_memory()
+    end
+  end
+
+  defp stop_guard(guard) do
+    Process.unlink(guard)
+    Process.exit(guard, :kill)
+    :ok
+  end
 
   @doc "The options that put a call in `session`, bounded by the per-call timeout."
   def opts(session), do: [__runtime__: [session_id: session, timeout: @call_timeout]]
@@ -180,15 +316,15 @@ defmodule RealClient.Chaos do
 
   @doc """
   Kills `kills` workers of `instance`, one at a time, a random 2-4 s apart, each only once the pool holds
-  two settled workers again. Before each kill it makes a witness ref (retried until made); returns the
+  `size` settled workers again. Before each kill it makes a witness ref (retried until made); returns the
   witnesses as `{ref, value, dir}`.
   """
-  def killer(instance, kills) do
+  def killer(instance, size, kills) do
     session = "chaos-killer-#{System.unique_integer([:positive])}"
 
     for k <- 1..kills do
       Process.sleep(2_000 + :rand.uniform(2_000))
-      :ok = recovered!(instance)
+      :ok = recovered!(instance, size)
       witness = witness!(k, session)
       pid = Enum.random(Pool.worker_pids(instance))
       Pool.kill!(pid)
@@ -196,9 +332,15 @@ defmodule RealClient.Chaos do
     end
   end
 
-  @doc "Waits (60 s, wall clock) until the pool holds two workers, then until both are settled."
-  def recovered!(instance) do
-    true = Pool.eventually(fn -> length(Pool.worker_pids(instance)) == 2 end, 60_000)
+  @doc "Waits (60 s, wall clock) until the pool holds `size` workers, then until all are settled."
+  def recovered!(instance, size) do
+    unless Pool.eventually(fn -> length(Pool.worker_pids(instance)) == size end, 60_000) do
+      flunk(
+        "the pool did not get back to #{size} workers within 60 s: OS pids " <>
+          "#{inspect(Pool.worker_pids(instance))}; #{Pool.describe()}"
+      )
+    end
+
     Pool.settle()
   end
 

@@ -23,6 +23,8 @@ defmodule RealClient.Pool do
       end)
 
     Application.put_all_env(config)
+    # Snakepit's own warnings (a worker's exit and why) appear with a failed test's captured log.
+    Application.put_env(:snakepit, :log_level, :warning)
     {:ok, _} = Application.ensure_all_started(:vllm)
     :ok = Snakepit.Pool.await_ready(Snakepit.Pool, 60_000)
     config
@@ -34,16 +36,19 @@ defmodule RealClient.Pool do
   end
 
   @doc """
-  Starts the launcher recipe with `pool_size: 2` under `instance_name` (the other modules count their
-  workers by instance name) and a ref store of its own (its quotas and contents start empty); on the
+  Starts the launcher recipe with `pool_size` workers under `instance_name` (the other modules count
+  their workers by instance name), `overrides` merged into its pool's configuration, and a ref store of
+  its own (its quotas and contents start empty); on the
   caller's exit stops it, kills any worker still there (a replacement may still be starting) and
   removes the store. Call from `setup_all`; returns the instance name.
   """
-  def start_pair!(instance_name) do
+  def start_isolated!(instance_name, pool_size, overrides \\ %{}) do
     config =
       :launcher
       |> RealClient.Recipes.config!()
-      |> update_in([:snakepit, :pools], fn pools -> Enum.map(pools, &%{&1 | pool_size: 2}) end)
+      |> update_in([:snakepit, :pools], fn pools ->
+        Enum.map(pools, &Map.merge(%{&1 | pool_size: pool_size}, overrides))
+      end)
       |> put_in([:snakepit, :instance_name], instance_name)
 
     state =
@@ -73,7 +78,7 @@ defmodule RealClient.Pool do
 
     for line <- String.split(out, "\n", trim: true),
         String.contains?(line, script),
-        String.contains?(line, "--snakepit-instance-name #{instance_name}"),
+        String.contains?(line <> " ", "--snakepit-instance-name #{instance_name} "),
         do: line |> String.trim() |> String.split(" ", parts: 2) |> hd() |> String.to_integer()
   end
 
@@ -112,10 +117,32 @@ defmodule RealClient.Pool do
     end
   end
 
+  @doc "Snakepit's pool and worker bookkeeping in one line, for a failure message."
+  def describe do
+    pools =
+      for {name, pool} <- :sys.get_state(Snakepit.Pool, 10_000).pools do
+        "pool #{name}: workers #{inspect(pool.workers)}, available #{inspect(pool.available)}, " <>
+          "loads #{inspect(pool.worker_loads)}, queued #{:queue.len(pool.request_queue)}"
+      end
+
+    # Each worker's supervisor (Snakepit's Worker.Starter) and what it holds: a GRPCWorker pid, or
+    # :undefined when its worker ended in a way the supervisor does not restart.
+    starters =
+      for id <- Snakepit.Pool.Worker.StarterRegistry.list_starters() do
+        case Snakepit.Pool.Worker.StarterRegistry.get_starter_pid(id) do
+          {:ok, pid} -> "#{id} #{inspect(Supervisor.which_children(pid))}"
+          error -> "#{id} #{inspect(error)}"
+        end
+      end
+
+    Enum.join(pools ++ ["starters: " <> Enum.join(starters, "; ")], "; ")
+  end
+
   @doc "The states of this BEAM's Snakepit `GRPCWorker` GenServers (each answers once back in its loop)."
   def grpc_worker_states, do: Enum.map(grpc_workers(), &:sys.get_state(&1, 60_000))
 
-  defp grpc_workers, do: Enum.filter(Process.list(), &grpc_worker?/1)
+  @doc "This BEAM's Snakepit `GRPCWorker` processes."
+  def grpc_workers, do: Enum.filter(Process.list(), &grpc_worker?/1)
 
   defp grpc_worker?(pid) do
     case Process.info(pid, :dictionary) do
