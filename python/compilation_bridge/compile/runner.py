@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from compilation_bridge.busy import BusyError
 from compilation_bridge.compile import budgets, models, ops, progress, warm
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
 from compilation_bridge.compile.counters import CompilationCounter, bump
@@ -71,14 +72,8 @@ def _slice(out: Any, n: int) -> Any:
     return type(out)(_slice(x, n) for x in out)
 
 
-class ModelBusyError(RuntimeError):
-    """The compiled model is running another call; refused at once (back-pressure, never a queue).
-
-    `context_fields` travel in the error's context, as for the worker's own busy errors."""
-
-    def __init__(self, message: str, *, limit: str, current: int, maximum: int) -> None:
-        super().__init__(message)
-        self.context_fields = {"limit": limit, "current": str(current), "max": str(maximum)}
+class ModelBusyError(BusyError):
+    """The compiled model is running another call; refused at once (back-pressure, never a queue)."""
 
 
 class CompiledModel:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
+from compilation_bridge.busy import BusyError
 from compilation_bridge.protocol.sessionids import shown_session_id
 
 # Argument keys copied into the error context when the caller sent them (as the reference does).
@@ -30,14 +31,8 @@ class SnakeBridgeHelperNotFoundError(Exception):
     """`call_helper` asked for a helper; this worker has no helper pack (SnakeBridge reacts to the name)."""
 
 
-class WorkerBusyError(RuntimeError):
-    """A share of the worker is full; refused instead of queued so that heartbeats keep a thread.
-
-    `limit`, `current` and `maximum` travel in the error's context, for a caller that backs off."""
-
-    def __init__(self, message: str, *, limit: str, current: int, maximum: int) -> None:
-        super().__init__(message)
-        self.context_fields = {"limit": limit, "current": str(current), "max": str(maximum)}
+class WorkerBusyError(BusyError):
+    """A share of the worker is full; refused instead of queued so that heartbeats keep a thread."""
 
 
 def _bounded(text: str) -> str:
