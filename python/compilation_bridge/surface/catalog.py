@@ -193,7 +193,7 @@ TEST_HOOKS_ENV = "COMPILATION_BRIDGE_TEST_HOOKS"
 def _test_hooks_loader() -> dict[str, Any]:
     from compilation_bridge.testing import hooks
 
-    return {"sleep": hooks.sleep, "spin": hooks.spin, "count": hooks.count}
+    return {"sleep": hooks.sleep, "spin": hooks.spin, "count": hooks.count, "heap": hooks.heap}
 
 
 def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:

@@ -7,6 +7,8 @@ time on the worker.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import time
 
 MAX_SECONDS = 60.0
@@ -31,3 +33,47 @@ def spin(seconds: float) -> int:
 def count(n: int) -> object:
     """A generator of 0..n-1 (n capped at 10 000), for streaming tests."""
     return iter(range(min(int(n), 10_000)))
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in (
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
+        )
+    ]
+
+
+def heap(trim: bool = False) -> dict[str, int]:
+    """The worker's C heap (glibc's mallinfo2) and resident size, in KiB: `in_use` is what the program holds,
+    `free_held` what glibc keeps freed but unreturned. With `trim`, glibc's malloc_trim(0) runs first, and
+    `rss_before_trim_kib` says what it gave back. For the memory soak (docs/soak.md): it tells growth the
+    program holds from a heap that fragments."""
+    libc = ctypes.CDLL(None)
+    before = _rss_kib()
+    if trim:
+        libc.malloc_trim(0)
+    libc.mallinfo2.restype = _MallInfo2
+    info = libc.mallinfo2()
+    return {
+        "pid": os.getpid(),
+        "rss_kib": _rss_kib(),
+        "rss_before_trim_kib": before,
+        "in_use_kib": (info.uordblks + info.hblkhd) >> 10,
+        "free_held_kib": info.fordblks >> 10,
+        "arena_kib": info.arena >> 10,
+    }
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
