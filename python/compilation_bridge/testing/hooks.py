@@ -10,6 +10,8 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+import tracemalloc
+from typing import Any
 
 MAX_SECONDS = 60.0
 
@@ -65,6 +67,7 @@ def heap(trim: bool = False) -> dict[str, int]:
     libc.mallinfo2.restype = _MallInfo2
     info = libc.mallinfo2()
     return {
+        **_python_heap(),
         "pid": os.getpid(),
         "rss_kib": _rss_kib(),
         "rss_before_trim_kib": before,
@@ -77,3 +80,23 @@ def heap(trim: bool = False) -> dict[str, int]:
 def _rss_kib() -> int:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+_last_snapshot: list[tracemalloc.Snapshot] = []
+
+
+def _python_heap() -> dict[str, Any]:
+    """When tracemalloc traces (PYTHONTRACEMALLOC=N at start-up): the Python heap, and the ten allocation
+    sites that grew most since the previous call."""
+    if not tracemalloc.is_tracing():
+        return {}
+    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(False, tracemalloc.__file__)])
+    grown = snapshot.compare_to(_last_snapshot[0], "traceback") if _last_snapshot else []
+    _last_snapshot[:] = [snapshot]
+    return {
+        "python_kib": tracemalloc.get_traced_memory()[0] >> 10,
+        "python_grown": [
+            {"kib": stat.size_diff >> 10, "count": stat.count_diff, "where": stat.traceback.format()[-12:]}
+            for stat in grown[:10]
+        ],
+    }
