@@ -25,7 +25,9 @@ defmodule RealClient.ChaosTest do
   @size @callers + 1
 
   setup_all do
-    {:ok, instance: Pool.start_isolated!("my_app_chaos", @size, Chaos.pool_overrides())}
+    instance = Pool.start_isolated!("my_app_chaos", @size, Chaos.pool_overrides())
+    Chaos.log_snakepit_warnings()
+    {:ok, instance: instance}
   end
 
   test "#{@callers} callers on #{@size} workers while 4 are killed: nothing wrong, nothing lost",
@@ -59,7 +61,9 @@ defmodule RealClient.ChaosPairTest do
   @size 2
 
   setup_all do
-    {:ok, instance: Pool.start_isolated!("my_app_chaos_pair", @size, Chaos.pool_overrides())}
+    instance = Pool.start_isolated!("my_app_chaos_pair", @size, Chaos.pool_overrides())
+    Chaos.log_snakepit_warnings()
+    {:ok, instance: instance}
   end
 
   test "8 callers on 2 workers while 4 are killed: nothing wrong, nothing lost", %{instance: i} do

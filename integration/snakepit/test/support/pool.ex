@@ -23,8 +23,6 @@ defmodule RealClient.Pool do
       end)
 
     Application.put_all_env(config)
-    # Snakepit's own warnings (a worker's exit and why) appear with a failed test's captured log.
-    Application.put_env(:snakepit, :log_level, :warning)
     {:ok, _} = Application.ensure_all_started(:vllm)
     :ok = Snakepit.Pool.await_ready(Snakepit.Pool, 60_000)
     config
