@@ -13,6 +13,8 @@ import time
 import tracemalloc
 from typing import Any
 
+from compilation_bridge.refs.limits import resident_bytes
+
 MAX_SECONDS = 60.0
 
 
@@ -55,13 +57,13 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
-def heap(trim: bool = False) -> dict[str, int]:
-    """The worker's C heap (glibc's mallinfo2) and resident size, in KiB: `in_use` is what the program holds,
-    `free_held` what glibc keeps freed but unreturned. With `trim`, glibc's malloc_trim(0) runs first, and
-    `rss_before_trim_kib` says what it gave back. For the memory soak (docs/soak.md): it tells growth the
-    program holds from a heap that fragments."""
+def heap(trim: bool = False) -> dict[str, Any]:
+    """The worker's pid, C heap (glibc's mallinfo2) and resident size, in KiB: `in_use` is what the
+    program holds, `free_held` what glibc keeps freed but unreturned. With `trim`, glibc's malloc_trim(0)
+    runs first, and `rss_before_trim_kib` says what it gave back. For the memory soak (docs/soak.md): it
+    tells growth the program holds from a heap that fragments."""
     libc = ctypes.CDLL(None)
-    before = _rss_kib()
+    before = resident_bytes() >> 10
     if trim:
         libc.malloc_trim(0)
     libc.mallinfo2.restype = _MallInfo2
@@ -69,17 +71,12 @@ def heap(trim: bool = False) -> dict[str, int]:
     return {
         **_python_heap(),
         "pid": os.getpid(),
-        "rss_kib": _rss_kib(),
+        "rss_kib": resident_bytes() >> 10,
         "rss_before_trim_kib": before,
         "in_use_kib": (info.uordblks + info.hblkhd) >> 10,
         "free_held_kib": info.fordblks >> 10,
         "arena_kib": info.arena >> 10,
     }
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
 
 _last_snapshot: list[tracemalloc.Snapshot] = []
