@@ -16,20 +16,9 @@ defmodule RealClient.ThreadProfileTest do
   @calls 4
 
   setup_all do
-    config =
-      :launcher
-      |> RealClient.Recipes.config!()
-      |> update_in([:snakepit, :pools], fn pools ->
-        Enum.map(
-          pools,
-          &Map.merge(&1, %{worker_profile: :thread, pool_size: 1, threads_per_worker: 4})
-        )
-      end)
-      |> put_in([:snakepit, :instance_name], "my_app_thread_profile")
-
-    config = Pool.start!(config, %{"COMPILATION_BRIDGE_TEST_HOOKS" => "1"})
-    on_exit(fn -> Pool.stop() end)
-    {:ok, instance: config[:snakepit][:instance_name]}
+    thread_profile = %{worker_profile: :thread, threads_per_worker: 4}
+    hooks = %{"COMPILATION_BRIDGE_TEST_HOOKS" => "1"}
+    {:ok, instance: Pool.start_isolated!("my_app_thread_profile", 1, thread_profile, hooks)}
   end
 
   test "concurrent calls to one thread-profile worker wait in Snakepit's GRPCWorker, one RPC at a time",

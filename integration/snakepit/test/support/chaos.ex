@@ -1,9 +1,9 @@
 defmodule RealClient.Chaos do
   @moduledoc """
-  The chaos scenarios (test/chaos_test.exs), their callers and their killer. A caller runs rounds of the standard workload (construct, set,
-  read back, hash, release) in a session of its own and tallies every call's outcome; the killer kill -9s
-  a worker only once the pool has recovered from the previous kill, and proves that a ref made just
-  before each kill still answers afterwards.
+  The chaos scenarios (test/chaos_test.exs), their callers and their killer. A caller runs rounds of the
+  standard workload (construct, set, read back, hash, release) in a session of its own and tallies every
+  call's outcome; the killer kill -9s a worker only once the pool has recovered from the previous kill,
+  and proves that a ref made just before each kill still answers afterwards.
   """
 
   import ExUnit.Assertions
@@ -310,7 +310,7 @@ defmodule RealClient.Chaos do
   """
   def assert_clean!(tally) do
     problems = Enum.map(tally.wrong ++ tally.unacceptable, &describe/1)
-    ExUnit.Assertions.assert(problems == [], Enum.join(problems, "\n"))
+    assert problems == [], Enum.join(problems, "\n")
   end
 
   defp describe(%{round: round, step: step, detail: detail}),

@@ -35,12 +35,12 @@ defmodule RealClient.Pool do
 
   @doc """
   Starts the launcher recipe with `pool_size` workers under `instance_name` (the other modules count
-  their workers by instance name), `overrides` merged into its pool's configuration, and a ref store of
-  its own (its quotas and contents start empty); on the
-  caller's exit stops it, kills any worker still there (a replacement may still be starting) and
-  removes the store. Call from `setup_all`; returns the instance name.
+  their workers by instance name), `overrides` merged into its pool's configuration, `extra_env` in its
+  workers' environment, and a ref store of its own (its quotas and contents start empty); on the caller's exit stops it, kills any worker still
+  there (a replacement may still be starting) and removes the store. Call from `setup_all`; returns the
+  instance name.
   """
-  def start_isolated!(instance_name, pool_size, overrides \\ %{}) do
+  def start_isolated!(instance_name, pool_size, overrides \\ %{}, extra_env \\ %{}) do
     config =
       :launcher
       |> RealClient.Recipes.config!()
@@ -52,7 +52,7 @@ defmodule RealClient.Pool do
     state =
       Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
 
-    start!(config, %{"COMPILATION_BRIDGE_STATE_DIR" => state})
+    start!(config, Map.put(extra_env, "COMPILATION_BRIDGE_STATE_DIR", state))
 
     ExUnit.Callbacks.on_exit(fn ->
       stop()
