@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import time
 import uuid
@@ -16,7 +17,13 @@ from tests.worker.conftest import construct, payload
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.refs.keys import StateFolder
 from compilation_bridge.refs.limits import RefLimits
-from compilation_bridge.refs.shared import RETRY_MAX_S, SharedRefTable
+from compilation_bridge.refs.shared import (
+    MAINTAIN_EVERY_S,
+    RETRY_MAX_S,
+    SWEEP_BATCH,
+    SWEEP_PERIOD_S,
+    SharedRefTable,
+)
 from compilation_bridge.refs.signing import Signer
 from compilation_bridge.refs.store import Key
 from compilation_bridge.refs.store.redis import RedisStore
@@ -208,8 +215,34 @@ def test_copies_of_refs_released_elsewhere_are_swept(workers: Workers) -> None:
     assert b.execute("snakebridge.release_ref", payload("S", ref=ref), "w").result is True
     assert len(a.refs._local) == 1
     construct(a, "T")
-    a.refs._sweep()  # the table's own thread does this every SWEEP_EVERY_S
+    sweep_one_period(a)
     assert [key.session for key in a.refs._local] == ["T"]
+
+
+def test_copies_in_use_never_hide_stale_copies_from_the_sweep(workers: Workers) -> None:
+    """Under a pool's steady traffic, refs made on one worker are released through another. Their copies
+    must go within a sweep period even behind many copies in use, or they pile up to the table's limit
+    (the memory a soak through Snakepit saw grow without a plateau)."""
+    a, b = workers(), workers()
+    in_use = [construct(a, "live") for _ in range(SWEEP_BATCH + 50)]
+    changed = construct(a, "S")
+    released = [construct(a, "gone") for _ in range(40)]
+    for ref in released:
+        assert b.execute("snakebridge.release_ref", payload("gone", ref=ref), "w").result is True
+    call(b, call_type="set_attr", attr="cache_dir", instance=changed, args=["/tmp/elsewhere"])
+    for ref in in_use:  # used: copies in use stay in the least recently used part of the order
+        assert a.refs.get("live", ref["id"]) is not None
+    sweep_one_period(a)
+    sweep_one_period(a)  # a period is "about": each pass takes a tenth of what is held then
+    assert {key.session for key in a.refs._local} == {"live"}
+    assert len(a.refs._local) == len(in_use)
+    assert get(a, changed, "cache_dir") == "/tmp/elsewhere"  # loaded again when used
+
+
+def sweep_one_period(worker: Dispatcher) -> None:
+    """What the table's own thread does over one SWEEP_PERIOD_S."""
+    for _ in range(math.ceil(SWEEP_PERIOD_S / MAINTAIN_EVERY_S)):
+        worker.refs._sweep()
 
 
 def test_a_class_held_by_ref_is_served_anywhere(workers: Workers) -> None:

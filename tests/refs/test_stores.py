@@ -12,7 +12,7 @@ from tests.refs.redisserver import RedisServer
 from compilation_bridge.refs.keys import StateFolder
 from compilation_bridge.refs.store import Entry, Key, Quota, QuotaExceeded, Store
 from compilation_bridge.refs.store.redis import RedisStore
-from compilation_bridge.refs.store.sqlite import DB_FILE, SqliteStore
+from compilation_bridge.refs.store.sqlite import DB_FILE, VERSIONS_BATCH, SqliteStore
 
 NO_LIMITS = Quota(0, 0, 0)
 APP, OTHER = "a" * 32, "b" * 32  # namespaces are 32 hex digits (Signer.namespace)
@@ -48,6 +48,22 @@ def test_versions_are_the_writers(store: Store) -> None:
     loaded = store.load(key("s", "r"), 0, 0)
     assert loaded is not None and (loaded.version, loaded.state, loaded.mac) == (11, b"two", b"mac")
     assert store.version(key("s", "missing"), 0) is None and store.load(key("s", "missing"), 0, 0) is None
+
+
+def test_versions_of_many_keys_in_one_call(store: Store) -> None:
+    """The sweep's batch check: present, changed, missing, expired and other applications' keys, across
+    more keys than one SQLite query takes."""
+    many = [key("s", f"r{i}") for i in range(VERSIONS_BATCH + 20)]
+    for i, each in enumerate(many):
+        store.create(each, entry(version=100 + i), LATER, NO_LIMITS)
+    store.update(many[3], entry(b"new", 500), 103, LATER, NO_LIMITS)
+    store.create(key("s", "short"), entry(version=7), 50.0, NO_LIMITS)
+    store.create(key("s", "r1", OTHER), entry(version=9), LATER, NO_LIMITS)
+    asked = [*many, key("s", "missing"), key("s", "short"), key("s", "r1", OTHER), key("t", "r1")]
+    found = store.versions(asked, 60.0)
+    assert found[: len(many)] == [500 if i == 3 else 100 + i for i in range(len(many))]
+    assert found[len(many) :] == [None, None, 9, None]
+    assert store.versions([key("s", "short")], 40.0) == [7] and store.versions([], 0) == []
 
 
 def test_counts_and_releases(store: Store) -> None:

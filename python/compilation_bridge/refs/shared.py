@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import itertools
 import logging
+import math
 import os
 import socket
 import threading
@@ -57,9 +58,11 @@ RETRY_FIRST_S = 0.05  # while the store is unreachable, pending writes are tried
 RETRY_MAX_S = 1.0  # ... doubling up to this
 TOUCH_EVERY_S = 1.0  # last-use times in the store are this coarse: a write per ref per second at most
 MAINTAIN_EVERY_S = 1.0
-# Copies of refs released or changed elsewhere would stay in memory until used again: every SWEEP_EVERY_S
-# the SWEEP_BATCH least recently used copies are checked against the store, and stale ones dropped.
-SWEEP_EVERY_S = 10.0
+# Copies of refs released or changed on another worker would stay in memory until used again, and under
+# steady traffic through a pool they pile up to the table's limit (tens of thousands of objects). So every
+# maintenance pass checks the share of the copies checked longest ago against the store and drops the stale
+# ones: each copy is checked about once every SWEEP_PERIOD_S, SWEEP_BATCH copies per store round trip.
+SWEEP_PERIOD_S = 10.0
 SWEEP_BATCH = 256
 TIDY_EVERY_S = 30.0  # how often the store gives back space beyond its data (SQLite's WAL)
 
@@ -102,7 +105,7 @@ class SharedRefTable:
         self._touch_every = min(TOUCH_EVERY_S, self._lease / 4)
         self._quota = self.limits.quota()
         self._lock = threading.Lock()
-        self._local: OrderedDict[Key, _Local] = OrderedDict()
+        self._local: OrderedDict[Key, _Local] = OrderedDict()  # oldest first: made, loaded or swept
         self._pending = PendingChanges(self.app, self.limits.max_total)
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -458,7 +461,7 @@ class SharedRefTable:
     def _maintain(self, due: dict[str, float]) -> None:
         now = time.monotonic()
         if now >= due["sweep"]:
-            due["sweep"] = now + SWEEP_EVERY_S
+            due["sweep"] = now + MAINTAIN_EVERY_S
             self._sweep()
         if now >= due["prune"]:
             due["prune"] = now + max(min(self._touch_every, 60.0), 0.05)
@@ -468,13 +471,22 @@ class SharedRefTable:
             self.store.tidy()
 
     def _sweep(self) -> None:
+        """Check the share of copies checked longest ago against the store: all of them go to the back
+        of the table's order, and those the store no longer holds at their version are dropped. So the
+        table turns over once a period however much traffic adds meanwhile, and copies in use never
+        stand in front of stale ones."""
         with self._lock:
-            oldest = list(itertools.islice(self._local.items(), SWEEP_BATCH))
-        for key, local in oldest:
-            if local.version == 0 or not local.storable or key in self._pending:
-                continue  # the only copy
-            if self.store.version(key, self._clock()) != local.version:
-                self._forget(key)
+            share = math.ceil(len(self._local) * MAINTAIN_EVERY_S / SWEEP_PERIOD_S)
+            chosen = list(itertools.islice(self._local.items(), share))
+            for key, _ in chosen:
+                self._local.move_to_end(key)
+        copies = [(key, local) for key, local in chosen if _stored_elsewhere(local, key, self._pending)]
+        for start in range(0, len(copies), SWEEP_BATCH):
+            batch = copies[start : start + SWEEP_BATCH]
+            stored = self.store.versions([key for key, _ in batch], self._clock())
+            for (key, local), version in zip(batch, stored, strict=True):
+                if version != local.version:
+                    self._forget_copy(key, local)
 
     # ------------------------------------------------------------------------------ local cache
     def _encode(self, obj: Any, alias: Origin | None = None) -> tuple[bytes, bool]:
@@ -496,6 +508,18 @@ class SharedRefTable:
     def _forget(self, key: Key) -> _Local | None:
         with self._lock:
             return self._local.pop(key, None)
+
+    def _forget_copy(self, key: Key, local: _Local) -> None:
+        """Drop `local` unless a call replaced it meanwhile (with a newer version: that one stays)."""
+        with self._lock:
+            if self._local.get(key) is local:
+                del self._local[key]
+
+
+def _stored_elsewhere(local: _Local, key: Key, pending: PendingChanges) -> bool:
+    """Whether the store holds this copy's state, so another worker can have changed or released it
+    (a copy whose creation or change still waits for the store is the only one)."""
+    return local.version != 0 and local.storable and key not in pending
 
 
 def _is_config_object(obj: Any) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -78,6 +79,11 @@ class Store(Protocol):
 
     def version(self, key: Key, now: float) -> int | None:
         """The ref's version, or None when it is gone or its lease ran out before `now`."""
+        ...
+
+    def versions(self, keys: Sequence[Key], now: float) -> list[int | None]:
+        """`version` of every key, in order, in one round trip per few hundred keys (the table checks
+        its copies against the store in batches)."""
         ...
 
     def load(self, key: Key, now: float, max_bytes: int) -> Entry | None:

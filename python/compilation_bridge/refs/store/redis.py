@@ -14,7 +14,7 @@ Who may write to this Redis can delete refs, but not forge or move them: entries
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -273,6 +273,19 @@ class RedisStore:
         if version is None or expires is None or float(expires) < now:
             return None
         return int(version)
+
+    def versions(self, keys: Sequence[Key], now: float) -> list[int | None]:
+        def fetch() -> list[Any]:
+            pipe = self._redis.pipeline(transaction=False)
+            for key in keys:
+                pipe.hmget(self._entry_key(key), "v", "e")
+            return pipe.execute()
+
+        replies = self._guard(fetch) if keys else []
+        return [
+            None if version is None or expires is None or float(expires) < now else int(version)
+            for version, expires in replies
+        ]
 
     def load(self, key: Key, now: float, max_bytes: int) -> Entry | None:
         reply = self._run("load", key, max_bytes)

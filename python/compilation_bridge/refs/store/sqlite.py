@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -38,6 +38,7 @@ MMAP_BYTES = 64 << 20
 CHECKPOINT_PAGES = 10_000  # about 40 MiB of WAL between automatic checkpoints
 WAL_LIMIT_BYTES = 4 << 20
 PRUNE_BATCH = 1000
+VERSIONS_BATCH = 300  # keys per query: 900 parameters, under SQLite's smallest limit (999)
 T = TypeVar("T")
 
 # The layout's version, kept in the file (`PRAGMA user_version`): a file of another layout is emptied and
@@ -181,6 +182,9 @@ class SqliteStore:
     def _read(self, sql: str, args: Any) -> Any:
         return self._guard(lambda: self._db().execute(sql, args).fetchone())
 
+    def _rows(self, sql: str, args: Any) -> list[Any]:
+        return self._guard(lambda: self._db().execute(sql, args).fetchall())
+
     def _write(self, sql: str, args: Any) -> tuple[int, list[Any]]:
         """One statement, its own transaction (triggers included): no BEGIN/COMMIT round trips.
         Returns the rows changed and the rows it returned (read to the end, which commits it)."""
@@ -220,6 +224,19 @@ class SqliteStore:
     def version(self, key: Key, now: float) -> int | None:
         row = self._read(f"SELECT version, expires FROM refs WHERE {_KEY}", key._asdict())
         return None if row is None or row[1] < now else int(row[0])
+
+    def versions(self, keys: Sequence[Key], now: float) -> list[int | None]:
+        found: dict[Key, int] = {}
+        for start in range(0, len(keys), VERSIONS_BATCH):
+            batch = keys[start : start + VERSIONS_BATCH]
+            rows = ", ".join(["(?, ?, ?)"] * len(batch))
+            sql = (
+                "SELECT app, session, ref, version FROM refs "
+                f"WHERE expires >= ? AND (app, session, ref) IN (VALUES {rows})"
+            )
+            args = [now, *(part for key in batch for part in key)]
+            found.update((Key(*row[:3]), int(row[3])) for row in self._rows(sql, args))
+        return [found.get(key) for key in keys]
 
     def load(self, key: Key, now: float, max_bytes: int) -> Entry | None:
         row = self._read(
