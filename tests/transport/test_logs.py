@@ -13,10 +13,14 @@ from compilation_bridge.transport.logs import configure_logging
 @pytest.fixture(autouse=True)
 def _restore_root_logger() -> Iterator[None]:
     root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    # Another suite's session fixture may hold the product's logger at ERROR: these tests need its lines.
+    product = logging.getLogger("compilation_bridge")
+    handlers, level, product_level = list(root.handlers), root.level, product.level
+    product.setLevel(logging.NOTSET)
     yield
     root.handlers[:] = handlers
     root.setLevel(level)
+    product.setLevel(product_level)
 
 
 @pytest.mark.parametrize("default", ["warning", "info"])
