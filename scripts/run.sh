@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup_venv.sh
 echo "run: starting a worker as Snakepit does, then a demo session" >&2
-exec .venv/bin/python - <<'PY'
+.venv/bin/python - <<'PY'
 import json
 
 from compilation_bridge.testing.session import CallError, SnakeBridgeSession
@@ -44,3 +44,13 @@ finally:
     code, seconds = worker.terminate()
     print(f"worker stopped with SIGTERM: exit status {code} after {seconds * 1000:.0f} ms")
 PY
+# The command line is installed into .venv only: say how to reach it (nothing else puts it on PATH).
+cat <<'NEXT'
+
+next: the `compilation-bridge` command is in .venv. Put it on this shell's PATH with
+  . .venv/bin/activate
+or call it by its path:
+  .venv/bin/compilation-bridge --help
+  .venv/bin/compilation-bridge inspect --config '{"mode": 3}' --platform cpu
+  .venv/bin/compilation-bridge compile --config '{"mode": 3}' --tokens 1,16,64
+NEXT

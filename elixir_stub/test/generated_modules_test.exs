@@ -101,7 +101,7 @@ defmodule CompilationBridge.GeneratedModulesTest do
     {output, status} =
       System.cmd(
         python,
-        ~w(-m compilation_bridge gen-elixir --no-format --out) ++ [out],
+        ~w(-m compilation_bridge gen-elixir --no-format --force --out) ++ [out],
         stderr_to_stdout: true,
         env: [{"PYTHONWARNINGS", "ignore"}]
       )

@@ -51,11 +51,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(module: ModuleType, parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Run a sub-command: a flag it rejects late is reported as argparse reports its own (exit 2);
-    Ctrl-C ends it with one line and status 130 instead of a traceback through torch's internals."""
+    a file it cannot read or write is one line (exit 1); Ctrl-C ends it with one line and status 130
+    instead of a traceback through torch's internals."""
     try:
         return int(module.run(args))
     except UsageError as e:
         parser.error(str(e))  # exits 2
+    except OSError as e:
+        print(f"{parser.prog}: error: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return report_interrupted()
 

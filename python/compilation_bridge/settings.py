@@ -38,8 +38,8 @@ Read when used rather than at start, because tests change them (the functions be
   tuning for exact sizes, as vLLM turns them on (default off: minutes per piece on CPU). Its raw value,
   with the platform's, goes into the compile cache's key (`compiled_code_env`).
 - ``SNAKEPIT_LOG_LEVEL``: ``debug``, ``info``, ``warning``, ``error`` or ``none`` (default ``warning``;
-  ``info`` under ``compilation-bridge serve``). ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text
-  (default text).
+  ``info`` under ``compilation-bridge serve``); any other value leaves the default, with a warning.
+  ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text (default text).
 
 The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them through `env_int` and
 `env_float`, from a mapping tests pass or the environment). An unparsable value leaves the default:
@@ -96,6 +96,7 @@ _N = TypeVar("_N", int, float)
 # accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere. README, "Environment
 # variables", lists them all.
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
+FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})  # what a strict on/off flag also accepts
 
 
 def is_true(text: str) -> bool:
@@ -161,6 +162,7 @@ APPLICATION_ENV = "COMPILATION_BRIDGE_APPLICATION"
 INDUCTOR_REMOTE_CACHE_ENV = "COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE"
 ALLOWED_PEER_UIDS_ENV = "COMPILATION_BRIDGE_ALLOWED_PEER_UIDS"
 PLATFORMS = ("cpu", "cuda")
+LOG_LEVELS = ("debug", "info", "warning", "error", "none")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
 DEFAULT_MAX_RUN_ELEMENTS = 1 << 24
 DEFAULT_MAX_RUN_BYTES = 1 << 30

@@ -10,6 +10,7 @@ Run alone with `python -m compilation_bridge.bench.port [iterations]`. Asserts n
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -118,7 +119,21 @@ def report(result: dict[str, Any]) -> None:
     )
 
 
-if __name__ == "__main__":
-    figures = measure(int(sys.argv[1]) if len(sys.argv) > 1 else 1000)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m compilation_bridge.bench.port", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "iterations", nargs="?", type=int, default=1000, help="timed round trips per side (default 1000)"
+    )
+    args = parser.parse_args(argv)
+    if args.iterations < 1:
+        parser.error(f"argument iterations: expected a whole number of at least 1, got {args.iterations}")
+    figures = measure(args.iterations)
     report(figures)
     print(json.dumps(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -47,3 +50,32 @@ def key_json_value(text: str) -> tuple[str, Any]:
     except ValueError:
         message = f'the value of {key.strip()} is not JSON (e.g. 4, true, "x"): {text!r}'
         raise argparse.ArgumentTypeError(message) from None
+
+
+def at_least(least: int) -> Callable[[str], int]:
+    """`type=` for a whole-number flag of at least `least` (`--iterations 0` would divide by nothing
+    later; argparse reports it now, naming the flag)."""
+
+    def whole_number(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"expected a whole number of at least {least}, got {text!r}")
+        return value
+
+    return whole_number
+
+
+def file_in_existing_folder(text: str) -> Path:
+    """`type=` for a file the command writes at its end: the folder must exist now, not after the run."""
+    path = Path(text).expanduser()
+    if not text or path.is_dir():
+        raise argparse.ArgumentTypeError(f"expected a file name, got the folder {text!r}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} does not exist (create it first)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"the folder {str(folder)!r} is not writable")
+    return path

@@ -11,16 +11,19 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from compilation_bridge.commands.arguments import at_least, file_in_existing_folder
 
 BENCHMARKS = ("rpc", "port", "compile", "store")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--iterations", type=int, default=2000, help="workload iterations per run")
-    parser.add_argument("--warmup", type=int, default=200, help="iterations before measuring")
-    parser.add_argument("--repeat", type=int, default=1, help="runs; the summary gives the median of runs")
+    parser.add_argument("--iterations", type=at_least(1), default=2000, help="workload iterations per run")
+    parser.add_argument("--warmup", type=at_least(0), default=200, help="iterations before measuring")
+    parser.add_argument(
+        "--repeat", type=at_least(1), default=1, help="runs; the summary gives the median of runs"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     parser.add_argument(
         "--only",
@@ -28,10 +31,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         help="run only these benchmarks (repeatable; default: all four)",
     )
-    parser.add_argument("--markdown", metavar="PATH", help="also write the table of ratios to PATH")
+    # Checked now: the table is written after a run of minutes.
+    parser.add_argument(
+        "--markdown",
+        metavar="PATH",
+        type=file_in_existing_folder,
+        help="also write the table of ratios to PATH",
+    )
     parser.add_argument(
         "--compile-threads",
-        type=int,
+        type=at_least(1),
         default=1,
         help="OMP_NUM_THREADS for the compile benchmark (1 gives comparable figures on a shared machine)",
     )
@@ -92,6 +101,6 @@ def run(args: argparse.Namespace) -> int:
         from compilation_bridge.bench.table import markdown
 
         table = markdown(figures.get("rpc"), figures.get("port"), figures.get("compile"))
-        Path(args.markdown).write_text(table)
+        args.markdown.write_text(table)
         print(f"wrote {args.markdown}", file=sys.stderr)
     return 0

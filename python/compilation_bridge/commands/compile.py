@@ -14,7 +14,13 @@ import sys
 import time
 from typing import Any, TextIO
 
-from compilation_bridge.commands.arguments import UsageError, json_object, key_json_value, token_counts
+from compilation_bridge.commands.arguments import (
+    UsageError,
+    at_least,
+    json_object,
+    key_json_value,
+    token_counts,
+)
 from compilation_bridge.commands.interrupt import exit_at_once_on_interrupt
 from compilation_bridge.settings import PLATFORMS
 
@@ -29,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tokens", type=token_counts, default="1,16,64", help="comma-separated token counts to run, in order"
     )
-    parser.add_argument("--max-num-tokens", type=int, help="top of the last compile range (default 2048)")
+    parser.add_argument(
+        "--max-num-tokens", type=at_least(1), help="top of the last compile range (default 2048)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the model's weights")
     parser.add_argument(
         "--option",
@@ -46,7 +54,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
     parser.add_argument(
         "--repeats",
-        type=int,
+        type=at_least(1),
         default=20,
         help="timed runs per token count after a warm-up; the report gives their medians (default 20)",
     )
@@ -162,15 +170,10 @@ def run(args: argparse.Namespace) -> int:
 def _compile_and_report(args: argparse.Namespace) -> int:
     model_options = _model_options(args.model, args.option)
     try:
-        from compilation_bridge import vllm_config as vc
         from compilation_bridge.compile import compile_model, progress
 
-        config: Any = vc.CompilationConfig(**args.config)
-        if args.vllm_config:
-            kwargs: dict[str, Any] = {"compilation_config": config}
-            if args.scheduler:
-                kwargs["scheduler_config"] = vc.SchedulerConfig(**args.scheduler)
-            config = vc.VllmConfig(**kwargs)
+        config = _config(args)
+        _check_tokens(args, config)  # before the compile, not after it
         printer = ProgressPrinter(sys.stderr)
         with progress.collect(printer):
             model = compile_model(
@@ -182,6 +185,8 @@ def _compile_and_report(args: argparse.Namespace) -> int:
             )
             runs = [model.run(n, repeats=args.repeats) for n in args.tokens]
         report = model.report()
+    except UsageError:
+        raise
     except Exception as e:  # the CLI reports the error as raised, with its type
         print(f"{type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -190,3 +195,31 @@ def _compile_and_report(args: argparse.Namespace) -> int:
     else:
         print(format_report(report, runs))
     return 0
+
+
+def _config(args: argparse.Namespace) -> Any:
+    """The CompilationConfig of --config, wrapped in a VllmConfig with --vllm-config."""
+    from compilation_bridge import vllm_config as vc
+
+    config: Any = vc.CompilationConfig(**args.config)
+    if not args.vllm_config:
+        return config
+    kwargs: dict[str, Any] = {"compilation_config": config}
+    if args.scheduler:
+        kwargs["scheduler_config"] = vc.SchedulerConfig(**args.scheduler)
+    return vc.VllmConfig(**kwargs)
+
+
+def _check_tokens(args: argparse.Namespace, config: Any) -> None:
+    """Every --tokens count must lie within the compile ranges: the plan's top is the limit."""
+    from compilation_bridge.compile.plan import make_plan
+
+    top = make_plan(config, args.max_num_tokens).max_num_tokens
+    largest = max(args.tokens)
+    if largest <= top:
+        return
+    if args.vllm_config:
+        fix = f"pass --scheduler '{{\"max_num_batched_tokens\": {largest}}}' or more"
+    else:
+        fix = f"pass --max-num-tokens {largest} or more"
+    raise UsageError("--tokens", f"{largest} is above the top of the compile ranges, {top}: {fix}")

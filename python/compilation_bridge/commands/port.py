@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from compilation_bridge.settings import PLATFORMS
+from compilation_bridge.commands.arguments import at_least
+from compilation_bridge.settings import LOG_LEVELS, PLATFORMS
+
+MIN_FRAME_BYTES = 1024  # the least that carries an ordinary call
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,13 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument(
         "--max-frame-bytes",
-        type=int,
+        type=at_least(MIN_FRAME_BYTES),
         default=DEFAULT_MAX_FRAME_BYTES,
         help=f"largest request frame accepted (default {DEFAULT_MAX_FRAME_BYTES})",
     )
     parser.add_argument("--platform", choices=PLATFORMS, help="plan as on this platform (default: detected)")
     parser.add_argument(
-        "--log-level", help="debug, info, warning, error or none (default: SNAKEPIT_LOG_LEVEL)"
+        "--log-level", choices=LOG_LEVELS, help="the log level (default: SNAKEPIT_LOG_LEVEL, else warning)"
     )
 
 
@@ -33,6 +36,4 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level)
     apply_platform(args.platform)
-    if args.max_frame_bytes < 1024:
-        raise SystemExit("compilation-bridge port: --max-frame-bytes must be at least 1024")
     return run_port(args.max_frame_bytes)

@@ -16,9 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compilation_bridge.settings import log_level_setting
     from compilation_bridge.transport.launch import run_worker
     from compilation_bridge.transport.logs import configure_logging
 
-    configure_logging(log_level_setting("info"))  # a person is watching: say where
+    configure_logging(default="info")  # a person is watching: say where
     return run_worker(options.from_namespace(args))

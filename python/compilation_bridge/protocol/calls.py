@@ -82,7 +82,12 @@ def get_attr(call: Call, surface: Surface) -> Any:
 
 def set_attr(call: Call, surface: Surface) -> Any:
     attr = call.text("attr", "function", required="snakebridge.call set_attr requires attr")
-    surface.set_attr(call.instance(), attr, call.args[0] if call.args else None)
+    if len(call.args) != 1:
+        # Without it the field would be set to None, silently: a caller that sent `value` loses it.
+        raise ValueError(
+            f"snakebridge.call set_attr requires the value as args: [value], got {len(call.args)} args"
+        )
+    surface.set_attr(call.instance(), attr, call.args[0])
     return True
 
 

@@ -133,13 +133,20 @@ class StateFolder:
         if text is None:
             self.create_once(KEY_FILE, secrets.token_hex(KEY_BYTES).encode())
             text = self.read(KEY_FILE, 4 * KEY_BYTES) or b""
-        try:
-            key = bytes.fromhex(text.decode().strip())
-        except (UnicodeDecodeError, ValueError):
-            key = b""
-        if len(key) < KEY_BYTES:
+        key = _parsed_key(text)
+        if key is None:
             raise StateDirError(f"{self.path / KEY_FILE} does not hold a key of {KEY_BYTES} bytes")
         return key
+
+    def key_on_disk(self) -> bytes | None:
+        """The key the file holds now, never creating one; None when it is missing, unreadable or not
+        a key. A worker reads its key once: this tells whether an operator has copied another one in
+        since (hosts sharing a Redis store need one key)."""
+        try:
+            text = self.read(KEY_FILE, 4 * KEY_BYTES)
+        except OSError:  # StateDirError included: a file that is not private is no key to adopt
+            return None
+        return None if text is None else _parsed_key(text)
 
     def _open(self, name: str, flags: int) -> int:
         try:
@@ -165,3 +172,12 @@ class StateFolder:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             os.close(self.fd)
+
+
+def _parsed_key(text: bytes) -> bytes | None:
+    """The key written as hex in `text`, or None when it is not one of at least KEY_BYTES bytes."""
+    try:
+        key = bytes.fromhex(text.decode().strip())
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return key if len(key) >= KEY_BYTES else None

@@ -65,6 +65,11 @@ MAINTAIN_EVERY_S = 1.0
 SWEEP_PERIOD_S = 10.0
 SWEEP_BATCH = 256
 TIDY_EVERY_S = 30.0  # how often the store gives back space beyond its data (SQLite's WAL)
+KEY_CHECK_EVERY_S = 5.0  # how often the key file is compared with the key this worker signs with
+STALE_KEY = (
+    "{path} holds another key than this worker read at start-up, so it cannot see refs made with the "
+    "new key; restart this worker (every worker started before the key was copied) to use it"
+)
 
 
 @dataclass
@@ -110,6 +115,7 @@ class SharedRefTable:
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
+        self._stale_key_warned = False
         if journal is not None:
             self._pending.take(journal.take(self.app))
 
@@ -257,12 +263,12 @@ class SharedRefTable:
             raise RefStoreIntegrityError(f"ref store entry for {key.ref} is refused: {exc}") from None
         if entry is None:
             self._forget(key)
-            raise KeyError(UNKNOWN_REF.format(key.ref))
+            raise KeyError(UNKNOWN_REF.format(key.ref) + self._stale_key_hint())
         if not self.signer.verify(key, entry.version, entry.state, entry.mac):
             raise RefStoreIntegrityError(
                 f"ref store entry for SnakeBridge reference {key.ref} failed authentication: it is corrupt, "
                 f"was moved, or was written with another key (every worker sharing {self.store.location} "
-                f"needs the same key file, {self.signer.key_path})"
+                f"needs the same key file, {self.signer.key_path})" + self._stale_key_hint()
             )
         if entry.version < seen:
             raise RefStoreIntegrityError(
@@ -280,6 +286,19 @@ class SharedRefTable:
             )
         self._touch(key, local, now)
         return self._current(key.session, local)
+
+    def _stale_key_hint(self) -> str:
+        """Why a ref from another worker is not found, when the cause is this worker's own key: the key
+        file was replaced after it started (refs of other hosts live in the new key's namespace)."""
+        if not self.signer.replaced_on_disk():
+            return ""
+        self._warn_stale_key()
+        return f" ({STALE_KEY.format(path=self.signer.key_path)})"
+
+    def _warn_stale_key(self) -> None:
+        if not self._stale_key_warned:
+            self._stale_key_warned = True
+            log.warning(STALE_KEY.format(path=self.signer.key_path))
 
     def _current(self, session: str, local: _Local) -> Any:
         """The object to serve: an alias is its parent's attribute, as long as that is one like it."""
@@ -442,7 +461,7 @@ class SharedRefTable:
         """The table's own thread: pending writes as soon as the store answers, then expiry, stale
         copies and the store's tidying at their own pace."""
         retry = RETRY_FIRST_S
-        due = {"sweep": 0.0, "prune": 0.0, "tidy": time.monotonic() + TIDY_EVERY_S}
+        due = {"sweep": 0.0, "prune": 0.0, "tidy": time.monotonic() + TIDY_EVERY_S, "key": 0.0}
         while not self._stopping.is_set():
             waiting = self.pending_count() > 0
             self._wake.wait(retry if waiting else MAINTAIN_EVERY_S)
@@ -460,6 +479,10 @@ class SharedRefTable:
 
     def _maintain(self, due: dict[str, float]) -> None:
         now = time.monotonic()
+        if now >= due["key"]:  # said once, as soon as an operator copies a key in, not at the first miss
+            due["key"] = now + KEY_CHECK_EVERY_S
+            if not self._stale_key_warned and self.signer.replaced_on_disk():
+                self._warn_stale_key()
         if now >= due["sweep"]:
             due["sweep"] = now + MAINTAIN_EVERY_S
             self._sweep()

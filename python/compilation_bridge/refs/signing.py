@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 
 from compilation_bridge.refs.store import Key
 
@@ -18,9 +19,21 @@ _DOMAIN = b"cb-ref-v2"
 
 
 class Signer:
-    def __init__(self, key: bytes, key_path: object = None) -> None:
+    def __init__(
+        self, key: bytes, key_path: object = None, on_disk: Callable[[], bytes | None] | None = None
+    ) -> None:
         self._key = key
         self.key_path = key_path
+        self._on_disk = on_disk  # reads the key file as it is now (refs.keys.StateFolder.key_on_disk)
+
+    def replaced_on_disk(self) -> bool:
+        """Whether the key file now holds another key than the one this signer was made with: an
+        operator copied a host's key in after this worker had started (it keeps signing with its own
+        key, in its own namespace, until it is restarted)."""
+        if self._on_disk is None:
+            return False
+        current = self._on_disk()
+        return current is not None and not hmac.compare_digest(current, self._key)
 
     def namespace(self, application: str) -> str:
         """The store namespace of `application`: unguessable without the key, so two applications (or

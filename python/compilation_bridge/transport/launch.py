@@ -47,6 +47,13 @@ def run_worker(options: serve_options.ServeOptions) -> int:
     apply_platform(options.platform)
     if options.health_check:
         return health_check()
+    if serve_options.beyond_loopback(options.host):
+        # The port has no authentication of its own (README, "Trust boundary").
+        log.warning(
+            "binding %s: the worker then listens beyond loopback, and whoever can reach this port can "
+            "call it; keep the default (localhost) unless your own network controls guard the port",
+            options.host,
+        )
     from compilation_bridge.transport.server import serve
 
     return serve(options)

@@ -16,7 +16,7 @@ import logging
 import sys
 from collections.abc import Callable
 
-from compilation_bridge.settings import log_format_setting, log_level_setting
+from compilation_bridge.settings import LOG_LEVEL_ENV, LOG_LEVELS, log_format_setting, log_level_setting
 from compilation_bridge.transport.logcontext import CorrelationFilter
 
 TEXT_FORMAT = "%(asctime)s - [%(threadName)s] - %(name)s - %(levelname)s - [corr=%(corr)s] %(message)s"
@@ -61,12 +61,15 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False).translate(_JSON_ESCAPES)
 
 
-def configure_logging(level_name: str | None = None) -> None:
-    level_name = (level_name or log_level_setting("warning")).strip().lower()
+def configure_logging(level_name: str | None = None, default: str = "warning") -> None:
+    """Log at `level_name`, else SNAKEPIT_LOG_LEVEL, else `default`. A level that is none of LOG_LEVELS
+    (`loud`) leaves `default` and says so: a typo must not change how much a worker reports."""
+    requested = (level_name or log_level_setting(default)).strip().lower() or default
+    chosen = requested if requested in LOG_LEVELS else default
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
-    if level_name == "none":
+    if chosen == "none":
         root.addHandler(logging.NullHandler())
         root.setLevel(logging.CRITICAL + 1)
         return
@@ -77,4 +80,12 @@ def configure_logging(level_name: str | None = None) -> None:
     else:
         handler.setFormatter(TextFormatter(TEXT_FORMAT))
     root.addHandler(handler)
-    root.setLevel(LEVELS.get(level_name, logging.WARNING))
+    root.setLevel(LEVELS[chosen])
+    if chosen != requested:
+        logging.getLogger("compilation_bridge").warning(
+            "ignoring %s=%r: not one of %s; logging at %s",
+            LOG_LEVEL_ENV,
+            requested,
+            ", ".join(LOG_LEVELS),
+            chosen,
+        )

@@ -8,13 +8,14 @@ user extras: unknown flags are tolerated (parse_known_args), and `--adapter` is 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from compilation_bridge.settings import env_flag, env_int, is_true
+from compilation_bridge.settings import FALSE_WORDS, TRUE_WORDS, env_flag, env_int
 
 log = logging.getLogger("compilation_bridge.transport")
 
@@ -74,9 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--snakepit-instance-name", dest="instance_name")
     parser.add_argument("--snakepit-instance-token", dest="instance_token")
     parser.add_argument("--platform", choices=("cpu", "cuda"), help="sets COMPILATION_BRIDGE_PLATFORM")
-    parser.add_argument("--ready-file", help="where to write the bound port (default: $SNAKEPIT_READY_FILE)")
+    parser.add_argument(
+        "--ready-file",
+        type=_ready_file,
+        help="where to write the bound port (default: $SNAKEPIT_READY_FILE); its folder must exist",
+    )
     parser.add_argument("--health-check", action="store_true", help="check the worker can start; exit 0/1")
-    parser.add_argument("--heartbeat-enabled", dest="hb_enabled", type=is_true, default=None)
+    parser.add_argument("--heartbeat-enabled", dest="hb_enabled", type=_on_or_off, default=None)
     parser.add_argument("--heartbeat-interval-ms", dest="hb_interval_ms", type=int, default=None)
     parser.add_argument("--heartbeat-timeout-ms", dest="hb_timeout_ms", type=int, default=None)
     parser.add_argument("--heartbeat-max-missed", dest="hb_max_missed", type=int, default=None)
@@ -94,6 +99,35 @@ def _port_number(text: str) -> int:
     if not 0 <= port <= MAX_PORT:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to {MAX_PORT}, got {text!r}")
     return port
+
+
+def _ready_file(text: str) -> str:
+    # Checked at parsing: the file is written only once the worker serves, too late for a usage error.
+    folder = os.path.dirname(os.path.abspath(os.path.expanduser(text))) if text else ""
+    if not text or os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"expected a file name, got {text!r}")
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"the folder {folder!r} does not exist (create it first)")
+    return text
+
+
+def _on_or_off(text: str) -> bool:
+    # Not `is_true`: there, `maybe` is quietly off; a flag a person typed is refused instead.
+    word = text.strip().lower()
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise argparse.ArgumentTypeError(f"expected true or false (also 1/0, yes/no, on/off), got {text!r}")
+
+
+def beyond_loopback(host: str) -> bool:
+    """Whether binding `host` may let other machines reach the worker (a name is not known to be loopback)."""
+    bare = host.strip().strip("[]").lower()
+    if bare == DEFAULT_HOST:
+        return False
+    try:
+        return not ipaddress.ip_address(bare).is_loopback
+    except ValueError:
+        return True
 
 
 def parse(argv: Sequence[str], env: dict[str, str] | None = None) -> ServeOptions:

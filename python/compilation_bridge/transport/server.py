@@ -166,8 +166,10 @@ def serve(options: ServeOptions) -> int:
         log.error("cannot start: %s", exc)
         return 1
     worker.start()
-    if options.ready_file:
-        write_ready_file(options.ready_file, running.port)
+    if options.ready_file and not _ready(options.ready_file, running.port):
+        running.stop(0)
+        worker.stop()
+        return 1
     log.info("serving on %s:%d (pid %d, run id %s)", options.host, running.port, os.getpid(), options.run_id)
     heartbeat = _start_heartbeat(options, running.servicer, stop)
     # After readiness, so Snakepit's start-up is not held up by imports the first call would pay for.
@@ -183,6 +185,16 @@ def serve(options: ServeOptions) -> int:
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _ready(path: str, port: int) -> bool:
+    """Write the ready file; a path that cannot be written is one error line, not a traceback."""
+    try:
+        write_ready_file(path, port)
+    except OSError as exc:
+        log.error("cannot start: cannot write the ready file %s: %s", path, exc.strerror or exc)
+        return False
+    return True
 
 
 def _setsid() -> None:

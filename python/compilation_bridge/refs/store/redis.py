@@ -234,6 +234,10 @@ class RedisStore:
             )
         }
 
+    def ping(self) -> None:
+        """One round trip; raises StoreUnavailable, naming the store, when it does not answer."""
+        self._guard(self._redis.ping)
+
     def _guard(self, operation: Callable[[], T]) -> T:
         try:
             return operation()
