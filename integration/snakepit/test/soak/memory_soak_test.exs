@@ -20,9 +20,9 @@ defmodule RealClient.MemorySoakTest do
   # The allowed growth of each worker's RSS from the end of the warm-up to the end of the run, per 100,000
   # calls: 5 MB, i.e. about 50 bytes a call. A worker with nothing retained per call settles within the
   # warm-up and then moves by an allocator's noise (well under 5 MB); the leak first reported (about 1 KB a
-  # call, 57 -> 108 MB over 60,000 calls) is twenty times the allowance. Measured on this checkout (docs/soak.md),
-  # workers grow by 2-6 MB per 100,000 calls and by 8-18 MB over 300,000, without a plateau: the soak
-  # fails on it now (at 300,000 calls always, at 100,000 sometimes), and is there to show that leak's fix.
+  # call, 57 -> 108 MB over 60,000 calls) is twenty times the allowance. Its cause was copies of refs
+  # released on the other worker piling up in each worker's ref table (docs/soak.md); since the table's
+  # sweep turns over every copy about every 10 s, workers grow by under 1 MB per 100,000 calls after the warm-up.
   @allowance_mb_per_100k 5
 
   setup do
