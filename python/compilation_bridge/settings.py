@@ -42,7 +42,7 @@ Read when used rather than at start, because tests change them (the functions be
   ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text (default text).
 
 The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them through `env_int` and
-`env_float`, from a mapping tests pass or the environment). An unparsable value leaves the default:
+`env_float`, from a mapping tests pass or the environment):
 
 - ``SNAKEBRIDGE_REF_TTL_SECONDS``: seconds since last access after which a ref goes (default 0: none; a
   negative value is 0).
@@ -70,12 +70,19 @@ parsers; defaults in README, "Environment variables"): ``COMPILATION_BRIDGE_HOST
 ``SNAKEPIT_HEARTBEAT_CONFIG``, ``SNAKEPIT_GRPC_ADDRESS``, ``SNAKEPIT_ELIXIR_ADDRESS`` and
 ``SNAKEPIT_PROCESS_GROUP``.
 
-Flags read with `env_flag` where they are used (default off): ``SNAKEBRIDGE_ATOM_CLASS`` (the codec),
-``SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL`` (dispatch), ``COMPILATION_BRIDGE_PRELOAD_COMPILE`` and
-``COMPILATION_BRIDGE_TEST_HOOKS`` (the tool catalog).
+Flags (default off), each read through its function below: ``SNAKEBRIDGE_ATOM_CLASS`` (the codec),
+``SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL`` (dispatch), ``COMPILATION_BRIDGE_PRELOAD_COMPILE`` (the transports)
+and ``COMPILATION_BRIDGE_TEST_HOOKS`` (the tool catalog).
+
+A number that does not parse is an error naming the variable (`SettingError`), never its default: both
+doors (`grpc_server.py`, `compilation-bridge serve`) and the port check every number and the platform
+(`check_environment`) before they start, and exit 2 with that one line. ``--platform`` is a choice made
+through this module (`choose`), read as if ``COMPILATION_BRIDGE_PLATFORM`` held it; the environment is
+never written, except Inductor's own variables (``TORCHINDUCTOR_CACHE_DIR`` and its remote-cache
+switches), which Inductor reads only from there, by `set_inductor_variables`.
 
 No other module of the package reads the environment, except the vLLM variables read where and as vLLM
-reads them (`vllm_config`) and Inductor's own ``TORCHINDUCTOR_*`` (tests/cli/test_settings.py checks).
+reads them (`vllm_config`) (tests/cli/test_settings.py checks).
 """
 
 from __future__ import annotations
@@ -106,11 +113,16 @@ def is_true(text: str) -> bool:
 
 def env_flag(name: str, env: Mapping[str, str] | None = None) -> bool:
     """An on/off setting of the environment (see `is_true`); off when unset."""
-    return is_true((os.environ if env is None else env).get(name, ""))
+    return is_true(_read(name, env))
+
+
+class SettingError(ValueError):
+    """A variable that holds no value of its kind: the worker refuses to start rather than guess."""
 
 
 def env_int(name: str, default: int, *, least: int = 1, env: Mapping[str, str] | None = None) -> int:
-    """A whole-number setting of at least `least`; unset gives `default`, a malformed value too (logged)."""
+    """A whole-number setting of at least `least`; unset or blank gives `default`, a malformed value raises
+    SettingError naming the variable (a typo must not silently become the default)."""
     value = _env_number(name, int, "a whole number", env)
     return default if value is None else max(least, value)
 
@@ -118,21 +130,38 @@ def env_int(name: str, default: int, *, least: int = 1, env: Mapping[str, str] |
 def env_float(
     name: str, default: float, *, least: float = 0.0, env: Mapping[str, str] | None = None
 ) -> float:
-    """A number setting of at least `least`; unset gives `default`, a malformed value too (logged)."""
+    """A number setting of at least `least`; unset or blank gives `default`, a malformed value raises."""
     value = _env_number(name, float, "a number", env)
     return default if value is None else max(least, value)
 
 
 def _env_number(name: str, kind: Callable[[str], _N], what: str, env: Mapping[str, str] | None) -> _N | None:
-    """The variable as `kind`, or None when unset, blank or malformed (logged)."""
-    raw = (os.environ if env is None else env).get(name, "").strip()
+    """The variable as `kind`, or None when unset or blank; SettingError when malformed."""
+    raw = _read(name, env).strip()
     if not raw:
         return None
     try:
         return kind(raw)
     except ValueError:
-        log.warning("ignoring %s=%r: not %s", name, raw, what)
-        return None
+        raise SettingError(f"{name}={raw!r} is not {what}") from None
+
+
+def _read(name: str, env: Mapping[str, str] | None = None) -> str:
+    """A variable's text: a start-up flag's choice (`choose`) first, then `env` or the environment."""
+    if env is None and name in _chosen:
+        return _chosen[name]
+    return (os.environ if env is None else env).get(name, "")
+
+
+# Values that start-up flags chose for variables (`--platform`): read as if the variable held them, so the
+# environment is never written.
+_chosen: dict[str, str] = {}
+
+
+def choose(name: str, value: str) -> None:
+    """A start-up flag's value for variable `name`, over the environment, for the rest of the process."""
+    _chosen[name] = value
+    reload_settings()
 
 
 PLATFORM_ENV = "COMPILATION_BRIDGE_PLATFORM"
@@ -161,6 +190,23 @@ MAX_STORE_BYTES_ENV = "COMPILATION_BRIDGE_MAX_STORE_BYTES"
 APPLICATION_ENV = "COMPILATION_BRIDGE_APPLICATION"
 INDUCTOR_REMOTE_CACHE_ENV = "COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE"
 ALLOWED_PEER_UIDS_ENV = "COMPILATION_BRIDGE_ALLOWED_PEER_UIDS"
+TEST_HOOKS_ENV = "COMPILATION_BRIDGE_TEST_HOOKS"
+PRELOAD_COMPILE_ENV = "COMPILATION_BRIDGE_PRELOAD_COMPILE"
+ATOM_CLASS_ENV = "SNAKEBRIDGE_ATOM_CLASS"
+LEGACY_PROTOCOL_ENV = "SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL"
+# Start-up options (transport/options.py)
+HOST_ENV = "COMPILATION_BRIDGE_HOST"
+MAX_REQUEST_BYTES_ENV = "COMPILATION_BRIDGE_MAX_REQUEST_BYTES"
+MAX_CONCURRENT_CALLS_ENV = "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS"
+MAX_SESSION_CALLS_ENV = "COMPILATION_BRIDGE_MAX_SESSION_CALLS"
+REFLECTION_ENV = "COMPILATION_BRIDGE_REFLECTION"
+MAX_REFLECTION_STREAMS_ENV = "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS"
+STREAM_IDLE_SECONDS_ENV = "COMPILATION_BRIDGE_STREAM_IDLE_SECONDS"
+READY_FILE_ENV = "SNAKEPIT_READY_FILE"
+HEARTBEAT_CONFIG_ENV = "SNAKEPIT_HEARTBEAT_CONFIG"
+GRPC_ADDRESS_ENV = "SNAKEPIT_GRPC_ADDRESS"
+ELIXIR_ADDRESS_ENV = "SNAKEPIT_ELIXIR_ADDRESS"
+PROCESS_GROUP_ENV = "SNAKEPIT_PROCESS_GROUP"
 PLATFORMS = ("cpu", "cuda")
 LOG_LEVELS = ("debug", "info", "warning", "error", "none")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
@@ -227,11 +273,31 @@ INDUCTOR_REMOTE_CACHE_SWITCHES = (
 )
 
 
+INDUCTOR_CACHE_DIR_ENV = "TORCHINDUCTOR_CACHE_DIR"
+
+
 def set_inductor_remote_cache_switches() -> None:
     """Inductor's remote-cache switches on (an operator's own values win), before torch reads them at
-    its import. The one place the worker writes its environment."""
-    for name in INDUCTOR_REMOTE_CACHE_SWITCHES:
-        os.environ.setdefault(name, "1")
+    its import."""
+    set_inductor_variables(dict.fromkeys(INDUCTOR_REMOTE_CACHE_SWITCHES, "1"), replace=False)
+
+
+def inductor_cache_dir_setting() -> str | None:
+    """TORCHINDUCTOR_CACHE_DIR as it is now (Inductor writes its default there on first use)."""
+    return os.environ.get(INDUCTOR_CACHE_DIR_ENV) or None
+
+
+def set_inductor_variables(values: Mapping[str, str], *, replace: bool) -> None:
+    """The one place the worker writes its environment: Inductor's own variables, which Inductor reads
+    only from there (its remote-cache switches at import, its cache folder at every cache access).
+    Without `replace`, a value already set (the operator's) wins."""
+    for name, value in values.items():
+        if not name.startswith("TORCHINDUCTOR_"):
+            raise ValueError(f"{name} is not one of Inductor's variables")
+        if replace:
+            os.environ[name] = value
+        else:
+            os.environ.setdefault(name, value)
 
 
 def allowed_peer_uids_setting() -> frozenset[int] | None:
@@ -291,7 +357,27 @@ def inductor_max_autotune() -> bool:
 
 def compiled_code_env() -> dict[str, str | None]:
     """The raw values of the settings that change compiled code (unset: None), for the cache key."""
-    return {name: os.environ.get(name) for name in COMPILED_CODE_ENVS}
+    return {name: _read(name) or os.environ.get(name) for name in COMPILED_CODE_ENVS}
+
+
+def conformance_hooks_enabled() -> bool:
+    """COMPILATION_BRIDGE_TEST_HOOKS: the conformance suite's long-running calls (never in production)."""
+    return env_flag(TEST_HOOKS_ENV)
+
+
+def preload_compile_wanted() -> bool:
+    """COMPILATION_BRIDGE_PRELOAD_COMPILE: load torch, Dynamo and Inductor at start (hundreds of MiB)."""
+    return env_flag(PRELOAD_COMPILE_ENV)
+
+
+def atom_class_enabled() -> bool:
+    """SNAKEBRIDGE_ATOM_CLASS: Elixir atoms arrive as an `Atom` type instead of `str`."""
+    return env_flag(ATOM_CLASS_ENV)
+
+
+def legacy_protocol_allowed() -> bool:
+    """SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL: accept payloads without SnakeBridge's protocol version."""
+    return env_flag(LEGACY_PROTOCOL_ENV)
 
 
 def log_level_setting(default: str) -> str:
@@ -305,11 +391,11 @@ def log_format_setting() -> str:
 
 
 def _platform_from_env() -> str | None:
-    value = os.environ.get(PLATFORM_ENV, "").strip().lower()
+    value = _read(PLATFORM_ENV).strip().lower()
     if not value:
         return None
     if value not in PLATFORMS:
-        raise ValueError(f"{PLATFORM_ENV} must be one of {', '.join(PLATFORMS)}, got {value!r}")
+        raise SettingError(f"{PLATFORM_ENV} must be one of {', '.join(PLATFORMS)}, got {value!r}")
     return value
 
 
@@ -321,6 +407,46 @@ def _roots_from_env() -> tuple[Path, ...]:
 def _names_from_env(variable: str) -> frozenset[str]:
     raw = os.environ.get(variable, "")
     return frozenset(name.strip() for name in raw.split(",") if name.strip())
+
+
+# Every variable that holds a number, with its kind: `check_environment` reads them all at start-up.
+WHOLE_NUMBER_ENVS = (
+    MAX_MODEL_BYTES_ENV,
+    MAX_RUN_ELEMENTS_ENV,
+    MAX_RUN_BYTES_ENV,
+    REF_MAX_ENV,
+    MAX_TOTAL_REFS_ENV,
+    MAX_SESSIONS_ENV,
+    MAX_RSS_MB_ENV,
+    MAX_REF_BYTES_ENV,
+    MAX_SESSION_BYTES_ENV,
+    MAX_STORE_BYTES_ENV,
+    MAX_REQUEST_BYTES_ENV,
+    MAX_CONCURRENT_CALLS_ENV,
+    MAX_SESSION_CALLS_ENV,
+    MAX_REFLECTION_STREAMS_ENV,
+    STREAM_IDLE_SECONDS_ENV,
+)
+NUMBER_ENVS = (REF_TTL_ENV, REF_LEASE_ENV)
+
+
+def check_environment(env: Mapping[str, str] | None = None) -> None:
+    """Raise SettingError naming every variable that holds a value of the wrong kind (numbers, the
+    platform), so that a worker refuses to start instead of serving with a default nobody chose."""
+    problems = []
+    for names, kind, what in ((WHOLE_NUMBER_ENVS, int, "a whole number"), (NUMBER_ENVS, float, "a number")):
+        for name in names:
+            try:
+                _env_number(name, kind, what, env)
+            except SettingError as exc:
+                problems.append(str(exc))
+    try:
+        if env is None:
+            _platform_from_env()
+    except SettingError as exc:
+        problems.append(str(exc))
+    if problems:
+        raise SettingError("; ".join(problems))
 
 
 @functools.cache

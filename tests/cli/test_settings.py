@@ -8,10 +8,10 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
-import logging
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -44,10 +44,6 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "vllm_config/vllm.py": ("VLLM_*",),
     "vllm_config/platforms.py": ("VLLM_*",),
     "vllm_config/model.py": ("VLLM_*",),
-    # Inductor's own variables: its cache folder.
-    "compile/backend.py": ("TORCHINDUCTOR_*",),
-    # `--platform` written into the environment, for settings to read.
-    "transport/launch.py": ("COMPILATION_BRIDGE_PLATFORM",),
 }
 
 ENV_ATTRIBUTES = {"environ", "environb", "getenv", "getenvb"}
@@ -165,8 +161,8 @@ def test_flags(text: str, on: bool) -> None:
 @pytest.mark.parametrize(
     ("text", "least", "value"),
     [
-        *[("7", 1, 7), (" 7 ", 1, 7), ("0", 1, 1), ("0", 0, 0), ("-3", 0, 0), ("", 1, 5), ("lots", 1, 5)],
-        *[("1.5", 1, 5), ("1_000", 1, 1000)],
+        *[("7", 1, 7), (" 7 ", 1, 7), ("0", 1, 1), ("0", 0, 0), ("-3", 0, 0), ("", 1, 5)],
+        *[("1_000", 1, 1000)],
     ],
 )
 def test_env_int(text: str, least: int, value: int) -> None:
@@ -174,22 +170,78 @@ def test_env_int(text: str, least: int, value: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "value"), [("2.5", 2.5), (" 3 ", 3.0), ("-1", 0.0), ("", 9.0), ("soon", 9.0), ("nan", 0.0)]
+    ("text", "value"), [("2.5", 2.5), (" 3 ", 3.0), ("-1", 0.0), ("", 9.0), ("nan", 0.0)]
 )
 def test_env_float(text: str, value: float) -> None:
     assert settings.env_float("X", 9.0, env={"X": text}) == value
 
 
-def test_malformed_numbers_are_logged(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="compilation_bridge"):
-        assert settings.env_int("SOME_LIMIT", 3, env={"SOME_LIMIT": "lots"}) == 3
-    assert "ignoring SOME_LIMIT='lots': not a whole number" in caplog.text
+def test_malformed_numbers_are_refused_with_the_variable_named() -> None:
+    with pytest.raises(settings.SettingError, match="SOME_LIMIT='lots' is not a whole number"):
+        settings.env_int("SOME_LIMIT", 3, env={"SOME_LIMIT": "lots"})
+    with pytest.raises(settings.SettingError, match="SOME_TTL='soon' is not a number"):
+        settings.env_float("SOME_TTL", 3.0, env={"SOME_TTL": "soon"})
+    assert settings.env_int("SOME_LIMIT", 3, env={"SOME_LIMIT": "  "}) == 3  # blank is unset
+
+
+def test_check_environment_names_every_malformed_variable() -> None:
+    settings.check_environment({})
+    bad = {settings.MAX_TOTAL_REFS_ENV: "lots", settings.REF_TTL_ENV: "1h", settings.MAX_RUN_BYTES_ENV: "1e6"}
+    with pytest.raises(settings.SettingError) as raised:
+        settings.check_environment(bad)
+    for name, value in bad.items():
+        assert f"{name}={value!r}" in str(raised.value)
+
+
+def test_a_worker_with_a_malformed_limit_does_not_start(tmp_path: Path) -> None:
+    env = {**os.environ, settings.MAX_SESSION_CALLS_ENV: "eight"}
+    done = subprocess.run(
+        [sys.executable, "-m", "compilation_bridge", "serve", "--port", "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "COMPILATION_BRIDGE_MAX_SESSION_CALLS='eight' is not a whole number" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_platform_flag_goes_through_the_settings_not_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from compilation_bridge.transport.launch import apply_platform
+    from compilation_bridge.vllm_config import platforms
+
+    monkeypatch.delenv(settings.PLATFORM_ENV, raising=False)
+    monkeypatch.setattr(settings, "_chosen", {})
+    monkeypatch.setattr(platforms, "_selected", None)
+    try:
+        apply_platform("cuda")
+        assert settings.PLATFORM_ENV not in os.environ
+        assert settings.get_settings().platform == "cuda" and platforms.get_platform().name == "cuda"
+        assert settings.compiled_code_env()[settings.PLATFORM_ENV] == "cuda"  # the cache key sees it
+    finally:
+        settings.reload_settings()
+
+
+def test_no_module_names_a_setting_by_a_literal_at_its_call_site() -> None:
+    """`env_flag("X")` at a call site would be a variable settings.py does not name."""
+    readers = {"env_flag", "env_int", "env_float", "_env_number"}
+    offences = []
+    for module, source in package_modules():
+        if module == "settings.py":
+            continue
+        calls = [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)]
+        for call in calls:
+            name = getattr(call.func, "id", getattr(call.func, "attr", ""))
+            if name in readers and call.args and isinstance(call.args[0], ast.Constant):
+                offences.append(f"{module}:{call.lineno}: {call.args[0].value}")
+    assert not offences, "name these in compilation_bridge.settings:\n" + "\n".join(offences)
 
 
 # ------------------------------------------------------------------ budgets and ref limits
 @pytest.mark.parametrize(
     ("text", "value"),
-    [(None, None), ("", None), ("4096", 4096), (" 4096 ", 4096), ("0", None), ("-5", None), ("1e6", None)],
+    [(None, None), ("", None), ("4096", 4096), (" 4096 ", 4096), ("0", None), ("-5", None)],
 )
 def test_budgets_fall_back_to_their_defaults(
     monkeypatch: pytest.MonkeyPatch, text: str | None, value: int | None
@@ -207,9 +259,10 @@ def test_budgets_fall_back_to_their_defaults(
 
 def test_ref_limits_defaults_and_fallbacks() -> None:
     assert RefLimits.from_env({}) == RefLimits(max_rss_bytes=refs.default_max_rss_mb() << 20)
-    bad = {name: "lots" for name in ("SNAKEBRIDGE_REF_TTL_SECONDS", "SNAKEBRIDGE_REF_MAX")}
-    bad |= {name: " " for name in ("COMPILATION_BRIDGE_MAX_TOTAL_REFS", "COMPILATION_BRIDGE_MAX_SESSIONS")}
-    assert RefLimits.from_env(bad) == RefLimits.from_env({})
+    blank = {name: " " for name in ("COMPILATION_BRIDGE_MAX_TOTAL_REFS", "COMPILATION_BRIDGE_MAX_SESSIONS")}
+    assert RefLimits.from_env(blank) == RefLimits.from_env({})
+    with pytest.raises(settings.SettingError, match="SNAKEBRIDGE_REF_MAX='lots'"):
+        RefLimits.from_env({"SNAKEBRIDGE_REF_MAX": "lots"})
     limits = RefLimits.from_env(
         {
             "SNAKEBRIDGE_REF_TTL_SECONDS": " 1.5 ",

@@ -159,10 +159,10 @@ def _warm_start(report: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compilation_bridge.vllm_config.platforms import set_platform
+    from compilation_bridge.vllm_config.platforms import use_platform
 
     if args.platform:
-        set_platform(args.platform)
+        use_platform(args.platform)
     with exit_at_once_on_interrupt():
         return _compile_and_report(args)
 

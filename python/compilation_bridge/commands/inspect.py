@@ -76,11 +76,11 @@ def _check_model(model: str | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compilation_bridge.vllm_config.platforms import get_platform, set_platform
+    from compilation_bridge.vllm_config.platforms import get_platform, use_platform
 
     _check_model(args.model)
     if args.platform:
-        set_platform(args.platform)
+        use_platform(args.platform)
     try:
         report = _build(args)
     except Exception as e:  # the CLI reports any config error the way vLLM raised it

@@ -30,10 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compilation_bridge.transport.launch import apply_platform
+    from compilation_bridge.transport.launch import apply_platform, environment_refused
     from compilation_bridge.transport.logs import configure_logging
     from compilation_bridge.transport.port import run_port
 
     configure_logging(args.log_level)
+    if environment_refused():
+        return 2
     apply_platform(args.platform)
     return run_port(args.max_frame_bytes)

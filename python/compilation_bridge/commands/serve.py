@@ -16,8 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compilation_bridge.transport.launch import run_worker
+    from compilation_bridge.transport.launch import environment_refused, run_worker
     from compilation_bridge.transport.logs import configure_logging
 
     configure_logging(default="info")  # a person is watching: say where
+    if environment_refused():
+        return 2
     return run_worker(options.from_namespace(args))

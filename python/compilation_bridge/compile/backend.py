@@ -31,7 +31,13 @@ from compilation_bridge.compile.files import atomic_write_text, check_allowed, m
 from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend, is_tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
-from compilation_bridge.settings import compiled_code_env, get_settings
+from compilation_bridge.settings import (
+    INDUCTOR_CACHE_DIR_ENV,
+    compiled_code_env,
+    get_settings,
+    inductor_cache_dir_setting,
+    set_inductor_variables,
+)
 from compilation_bridge.vllm_config import CompilationMode, CUDAGraphMode, Range
 
 logger = logging.getLogger(__name__)
@@ -48,10 +54,10 @@ def check_inductor_cache_dir() -> None:
 
     settings = get_settings()
     # Inductor writes its default into the variable on first use, so "unset" and "the default" are one.
-    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR") or default_cache_dir()
+    where = inductor_cache_dir_setting() or default_cache_dir()
     if os.path.abspath(where) == os.path.abspath(default_cache_dir()) and not settings.is_path_allowed(where):
         where = str(settings.cache_home() / "inductor")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = where  # Inductor reads it at every cache access
+        set_inductor_variables({INDUCTOR_CACHE_DIR_ENV: where}, replace=True)
     check_allowed(where, "Inductor's cache directory (TORCHINDUCTOR_CACHE_DIR)")
     cache_dir()
 

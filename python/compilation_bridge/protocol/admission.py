@@ -12,9 +12,10 @@ import threading
 from collections import Counter
 
 from compilation_bridge.protocol.errors import WorkerBusyError
+from compilation_bridge.settings import MAX_CONCURRENT_CALLS_ENV, MAX_SESSION_CALLS_ENV
 
-WORKER_SETTING = "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS"
-SESSION_SETTING = "COMPILATION_BRIDGE_MAX_SESSION_CALLS"
+WORKER_SETTING = MAX_CONCURRENT_CALLS_ENV
+SESSION_SETTING = MAX_SESSION_CALLS_ENV
 
 
 class Admission:

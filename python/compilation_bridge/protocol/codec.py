@@ -22,7 +22,7 @@ from compilation_bridge.protocol.sessionids import (
     is_too_long,
     utf8_size,
 )
-from compilation_bridge.settings import env_flag
+from compilation_bridge.settings import atom_class_enabled
 
 SCHEMA = 1
 MAX_DEPTH = 64
@@ -55,10 +55,6 @@ class ElixirCallback:
 
 
 _SPECIAL_FLOATS = {"infinity": math.inf, "neg_infinity": -math.inf, "nan": math.nan}
-
-
-def _atom_class_enabled() -> bool:
-    return env_flag("SNAKEBRIDGE_ATOM_CLASS")
 
 
 # ---------------------------------------------------------------------------------------------- decode
@@ -106,7 +102,7 @@ def _decode_atom(value: dict[str, Any], _r: ResolveRef, _d: int) -> str:
     name = value["value"]
     if not isinstance(name, str):
         raise ValueError("malformed 'atom' value: value must be a string")
-    return Atom(name) if _atom_class_enabled() else name
+    return Atom(name) if atom_class_enabled() else name
 
 
 def _decode_bytes(value: dict[str, Any], _r: ResolveRef, _d: int) -> bytes:

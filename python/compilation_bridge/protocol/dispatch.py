@@ -24,7 +24,7 @@ from compilation_bridge.protocol.sessionids import check_session_id
 from compilation_bridge.refs.compiled import recording
 from compilation_bridge.refs.local import LocalRefTable
 from compilation_bridge.refs.table import Origin, RefTable
-from compilation_bridge.settings import env_flag
+from compilation_bridge.settings import legacy_protocol_allowed
 from compilation_bridge.surface import Surface, default_surface
 
 log = logging.getLogger("compilation_bridge.protocol")
@@ -51,16 +51,12 @@ class Reply:
     error: dict[str, Any] | None = None
 
 
-def _legacy_allowed() -> bool:
-    return env_flag("SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL")
-
-
 def check_protocol(payload: dict[str, Any]) -> None:
     version = payload.get("protocol_version")
     minimum = payload.get("min_supported_version")
     if type(version) is int and type(minimum) is int and version >= 1 and minimum <= PROTOCOL_VERSION:
         return  # the common case, checked first because every call pays for it
-    if version is None and minimum is None and _legacy_allowed():
+    if version is None and minimum is None and legacy_protocol_allowed():
         return
     version = 0 if version is None else version
     minimum = 0 if minimum is None else minimum

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from compilation_bridge.settings import env_flag
+from compilation_bridge.settings import conformance_hooks_enabled
 from compilation_bridge.surface.registry import ExposedModule, ExposedType, Surface
 
 FunctionWrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -187,7 +187,6 @@ def check_size_value(field: str, value: Any) -> None:
 # The conformance suite's long-running calls (compilation_bridge/testing/hooks.py), exposed under the
 # testing package's name only when the operator switches them on at start-up; never in production.
 TEST_HOOKS_MODULE = "compilation_bridge.testing"
-TEST_HOOKS_ENV = "COMPILATION_BRIDGE_TEST_HOOKS"
 
 
 def _test_hooks_loader() -> dict[str, Any]:
@@ -221,17 +220,9 @@ def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:
             implements=COMPILE_PACKAGE,
         )
     )
-    if env_flag(TEST_HOOKS_ENV):
+    if conformance_hooks_enabled():
         modules.append(ExposedModule(TEST_HOOKS_MODULE, _test_hooks_loader))
     return Surface(modules, value_check=check_size_value)
-
-
-PRELOAD_COMPILE_ENV = "COMPILATION_BRIDGE_PRELOAD_COMPILE"
-
-
-def preload_compile_wanted() -> bool:
-    """COMPILATION_BRIDGE_PRELOAD_COMPILE: load torch, Dynamo and Inductor at start (hundreds of MiB)."""
-    return env_flag(PRELOAD_COMPILE_ENV)
 
 
 def warm_up(surface: Surface, *, config_model: bool = True, compile_stack: bool = False) -> None:

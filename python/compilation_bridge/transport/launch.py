@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
@@ -16,10 +15,22 @@ log = logging.getLogger("compilation_bridge.transport")
 def apply_platform(platform: str | None) -> None:
     """--platform sets the operator setting before anything reads it."""
     if platform:
-        os.environ["COMPILATION_BRIDGE_PLATFORM"] = platform
-        from compilation_bridge.settings import reload_settings
+        from compilation_bridge.vllm_config.platforms import use_platform
 
-        reload_settings()
+        use_platform(platform)
+
+
+def environment_refused() -> bool:
+    """Whether a setting holds a value of the wrong kind: said in one line, and the worker does not start
+    (a typo in a limit must not quietly become its default)."""
+    from compilation_bridge.settings import SettingError, check_environment
+
+    try:
+        check_environment()
+    except SettingError as exc:
+        print(f"compilation-bridge: {exc}", file=sys.stderr)
+        return True
+    return False
 
 
 def health_check() -> int:
@@ -61,6 +72,8 @@ def run_worker(options: serve_options.ServeOptions) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
+    if environment_refused():
+        return 2
     options = serve_options.parse(sys.argv[1:] if argv is None else argv)
     if options.ignored:
         log.debug("ignoring unknown arguments %s", list(options.ignored))

@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from compilation_bridge import settings
 from compilation_bridge.settings import FALSE_WORDS, TRUE_WORDS, env_flag, env_int
 
 log = logging.getLogger("compilation_bridge.transport")
@@ -143,29 +144,27 @@ def from_namespace(
     env = dict(os.environ) if env is None else env
     return ServeOptions(
         port=args.port,
-        host=args.host or env.get("COMPILATION_BRIDGE_HOST") or DEFAULT_HOST,
+        host=args.host or env.get(settings.HOST_ENV) or DEFAULT_HOST,
         elixir_address=args.elixir_address
-        or env.get("SNAKEPIT_GRPC_ADDRESS")
-        or env.get("SNAKEPIT_ELIXIR_ADDRESS"),
+        or env.get(settings.GRPC_ADDRESS_ENV)
+        or env.get(settings.ELIXIR_ADDRESS_ENV),
         adapter=args.adapter,
         run_id=args.run_id,
         instance_name=args.instance_name,
         platform=args.platform,
-        ready_file=args.ready_file or env.get("SNAKEPIT_READY_FILE"),
-        process_group=env_flag("SNAKEPIT_PROCESS_GROUP", env),
+        ready_file=args.ready_file or env.get(settings.READY_FILE_ENV),
+        process_group=env_flag(settings.PROCESS_GROUP_ENV, env),
         health_check=args.health_check,
-        max_request_bytes=env_int("COMPILATION_BRIDGE_MAX_REQUEST_BYTES", DEFAULT_MAX_REQUEST_BYTES, env=env),
+        max_request_bytes=env_int(settings.MAX_REQUEST_BYTES_ENV, DEFAULT_MAX_REQUEST_BYTES, env=env),
         max_concurrent_calls=env_int(
-            "COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS", DEFAULT_MAX_CONCURRENT_CALLS, env=env
+            settings.MAX_CONCURRENT_CALLS_ENV, DEFAULT_MAX_CONCURRENT_CALLS, env=env
         ),
-        max_session_calls=env_int("COMPILATION_BRIDGE_MAX_SESSION_CALLS", DEFAULT_MAX_SESSION_CALLS, env=env),
-        reflection=env_flag("COMPILATION_BRIDGE_REFLECTION", env),
+        max_session_calls=env_int(settings.MAX_SESSION_CALLS_ENV, DEFAULT_MAX_SESSION_CALLS, env=env),
+        reflection=env_flag(settings.REFLECTION_ENV, env),
         max_reflection_streams=env_int(
-            "COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS", DEFAULT_MAX_REFLECTION_STREAMS, env=env
+            settings.MAX_REFLECTION_STREAMS_ENV, DEFAULT_MAX_REFLECTION_STREAMS, env=env
         ),
-        stream_idle_s=float(
-            env_int("COMPILATION_BRIDGE_STREAM_IDLE_SECONDS", int(DEFAULT_STREAM_IDLE_S), env=env)
-        ),
+        stream_idle_s=float(env_int(settings.STREAM_IDLE_SECONDS_ENV, int(DEFAULT_STREAM_IDLE_S), env=env)),
         heartbeat=_heartbeat_config(args, env),
         ignored=tuple(unknown),
     )
@@ -184,13 +183,13 @@ def _heartbeat_config(args: argparse.Namespace, env: dict[str, str]) -> Heartbea
     ):
         if getattr(args, attr, None) is not None:
             values[key] = getattr(args, attr)
-    raw = env.get("SNAKEPIT_HEARTBEAT_CONFIG")
+    raw = env.get(settings.HEARTBEAT_CONFIG_ENV)
     if raw:
         try:
             parsed = json.loads(raw)
         except ValueError:
             parsed = None
-            log.warning("ignoring SNAKEPIT_HEARTBEAT_CONFIG: not JSON")
+            log.warning("ignoring %s: not JSON", settings.HEARTBEAT_CONFIG_ENV)
         if isinstance(parsed, dict):
             values.update({k: v for k, v in parsed.items() if k in HeartbeatConfig.__dataclass_fields__})
     defaults = HeartbeatConfig()

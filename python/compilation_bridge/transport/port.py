@@ -38,7 +38,8 @@ import msgpack
 
 from compilation_bridge.protocol.dispatch import STREAM_TOOL, Dispatcher, Reply
 from compilation_bridge.protocol.errors import fallback_payload
-from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
+from compilation_bridge.settings import preload_compile_wanted
+from compilation_bridge.surface.catalog import warm_up
 from compilation_bridge.worker import Worker
 
 log = logging.getLogger("compilation_bridge.transport.port")

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import grpc
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.settings import application_setting
-from compilation_bridge.surface.catalog import preload_compile_wanted, warm_up
+from compilation_bridge.settings import application_setting, preload_compile_wanted
+from compilation_bridge.surface.catalog import warm_up
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.heartbeat import HeartbeatClient

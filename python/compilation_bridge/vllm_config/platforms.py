@@ -13,7 +13,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from compilation_bridge.settings import PLATFORMS, get_settings
+from compilation_bridge.settings import PLATFORM_ENV, PLATFORMS, choose, get_settings
 
 if TYPE_CHECKING:
     from compilation_bridge.vllm_config.vllm import VllmConfig
@@ -158,6 +158,14 @@ def set_platform(name: str) -> Platform:
         raise ValueError(f"platform must be one of {', '.join(PLATFORMS)}, got {name!r}")
     _selected = _PLATFORM_CLASSES[name]()
     return _selected
+
+
+def use_platform(name: str) -> Platform:
+    """`--platform`: the operator's choice for this process, through the settings (as if
+    COMPILATION_BRIDGE_PLATFORM held it: the compile cache's key sees it too), never the environment."""
+    platform = set_platform(name)
+    choose(PLATFORM_ENV, name)
+    return platform
 
 
 def get_platform() -> Platform:
