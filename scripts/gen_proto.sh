@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Generates the Python protobuf/gRPC modules for proto/snakepit_bridge.proto into
 # python/compilation_bridge/transport/generated/ (committed, so `pip install .` needs no protoc).
-# tests/worker/test_generated_proto.py runs this into a temporary folder and fails when the
+# tests/transport/test_generated_proto.py runs this into a temporary folder and fails when the
 # committed files differ, so edit the .proto and re-run this script; never edit the output.
 #
 # Usage: scripts/gen_proto.sh [OUTPUT_DIR]     (needs grpcio-tools: pip install -e '.[test]')

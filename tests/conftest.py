@@ -13,6 +13,10 @@ import pytest
 from compilation_bridge.settings import ALLOWED_ROOTS_ENV, reload_settings
 from compilation_bridge.vllm_config import platforms
 
+# The worker fixtures (a dispatcher, a spawned worker, a SnakeBridge session) serve tests of several
+# packages: protocol, surface, transport, refs.
+pytest_plugins = ["tests.workers"]
+
 
 @pytest.fixture(autouse=True)
 def _restore_platform() -> Iterator[None]:

@@ -82,7 +82,7 @@ never written, except Inductor's own variables (``TORCHINDUCTOR_CACHE_DIR`` and 
 switches), which Inductor reads only from there, by `set_inductor_variables`.
 
 No other module of the package reads the environment, except the vLLM variables read where and as vLLM
-reads them (`vllm_config`) (tests/cli/test_settings.py checks).
+reads them (`vllm_config`) (tests/test_settings.py checks).
 """
 
 from __future__ import annotations

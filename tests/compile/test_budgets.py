@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from compilation_bridge.compile import budgets, compile_model, inductor_options, models
+from compilation_bridge.compile import budgets, compile_model, inductor_options, reference_models
 from compilation_bridge.compile.inductor_options import (
     OPTION_RANGES,
     TUNING_OPTIONS,
@@ -83,7 +83,7 @@ def test_compile_refuses_an_out_of_range_option_before_work(cache_dir: str) -> N
 
 def test_toy_llama_is_bounded_by_its_parameter_bytes() -> None:
     with pytest.raises(ValueError) as info:
-        models.ToyLlamaOptions(hidden_size=4096, num_layers=64, intermediate_size=16384)
+        reference_models.ToyLlamaOptions(hidden_size=4096, num_layers=64, intermediate_size=16384)
     message = str(info.value)
     assert "16108752896 parameters (61450.0 MiB in float32)" in message
     assert "budget of 1024.0 MiB (COMPILATION_BRIDGE_MAX_MODEL_BYTES)" in message
@@ -92,11 +92,11 @@ def test_toy_llama_is_bounded_by_its_parameter_bytes() -> None:
 def test_parameter_count_is_what_the_model_allocates() -> None:
     from compilation_bridge.compile.ops import custom_op_context
 
-    options = models.ToyLlamaOptions(
+    options = reference_models.ToyLlamaOptions(
         vocab_size=1000, hidden_size=64, num_layers=3, num_heads=8, num_kv_heads=2, intermediate_size=100
     )
     with custom_op_context(["none"], CompilationConfig()):
-        model = models.ToyLlama(options)
+        model = reference_models.ToyLlama(options)
     assert options.parameter_count() == sum(p.numel() for p in model.parameters())
 
 
@@ -121,8 +121,8 @@ def test_the_default_run_budgets_allow_the_default_toy_llama_at_its_default_max_
     from compilation_bridge.compile.plan import DEFAULT_MAX_NUM_TOKENS
     from compilation_bridge.compile.runner import RUN_TOKENS_CAP
 
-    footprint = models.ToyLlamaOptions().run_footprint
-    budgets.check_run_elements(RUN_TOKENS_CAP, models.ToyLlamaOptions().hidden_size)
+    footprint = reference_models.ToyLlamaOptions().run_footprint
+    budgets.check_run_elements(RUN_TOKENS_CAP, reference_models.ToyLlamaOptions().hidden_size)
     budgets.check_run_bytes(footprint, DEFAULT_MAX_NUM_TOKENS)  # the trace's default size, too
     with pytest.raises(ValueError, match="run budget of 16777216 elements"):
         budgets.check_run_elements(RUN_TOKENS_CAP, 4096)
@@ -139,7 +139,7 @@ def test_the_default_run_budgets_allow_the_default_toy_llama_at_its_default_max_
 PEAK_SCRIPT = """
 import json, resource, sys
 import torch
-from compilation_bridge.compile import compile_model, models
+from compilation_bridge.compile import compile_model, reference_models
 from compilation_bridge.vllm_config import CompilationConfig
 
 def resident():
@@ -154,7 +154,8 @@ model.run(2, repeats=3)
 before = resident()
 model.run(num_tokens, repeats=3)
 grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
-print(json.dumps({"grown": grown, "estimate": models.footprint_of(model.model)(num_tokens).peak_bytes}))
+estimate = reference_models.footprint_of(model.model)(num_tokens).peak_bytes
+print(json.dumps({"grown": grown, "estimate": estimate}))
 """
 
 
@@ -227,7 +228,7 @@ def test_a_run_above_the_byte_budget_is_refused_before_anything_is_allocated(
 
 def test_a_run_just_inside_the_byte_budget_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     model = compile_model(CompilationConfig(mode=0), model="toy-llama", max_num_tokens=64, num_layers=1)
-    monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(models.footprint_of(model.model)(48).peak_bytes))
+    monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(reference_models.footprint_of(model.model)(48).peak_bytes))
     assert model.run(48, repeats=1)["num_tokens"] == 48
     with pytest.raises(ValueError, match="a run of 49 tokens would allocate"):
         model.run(49)
@@ -238,7 +239,7 @@ def test_the_trace_takes_the_most_tokens_within_the_byte_budget(
 ) -> None:
     from compilation_bridge.compile.runner import CompiledModel
 
-    footprint = models.ToyLlamaOptions(num_layers=1).run_footprint
+    footprint = reference_models.ToyLlamaOptions(num_layers=1).run_footprint
     monkeypatch.setenv(MAX_RUN_BYTES_ENV, str(footprint(300).peak_bytes + 1))
     built: list[int] = []
     inputs = CompiledModel._inputs
@@ -260,11 +261,14 @@ def test_a_trace_that_cannot_fit_is_refused_before_it_runs(
 
 
 def test_footprints_grow_with_tokens_and_name_what_dominates() -> None:
-    options = models.ToyLlamaOptions(hidden_size=64, num_heads=4, num_kv_heads=4, intermediate_size=8192)
+    options = reference_models.ToyLlamaOptions(
+        hidden_size=64, num_heads=4, num_kv_heads=4, intermediate_size=8192
+    )
     sizes = [options.run_footprint(n).peak_bytes for n in (1, 2, 64, 512, 4096)]
     assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
     assert options.run_footprint(64).dominant == "the MLP 64 tokens x intermediate size 8192"
     assert options.run_footprint(4096).dominant == "attention 4 heads x 4096² tokens"
-    simple = models.footprint_of(models.build_model("single-attention", hidden_size=8))(10)
+    single = reference_models.build_model("single-attention", hidden_size=8)
+    simple = reference_models.footprint_of(single)(10)
     assert simple.dominant == "hidden states 10 tokens x hidden size 8"
     assert simple.peak_bytes == (2 * 6 + 4) * 10 * 8 * 4  # RUN_FACTOR x 6 widths, 4 held

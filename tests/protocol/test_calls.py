@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.worker.conftest import construct, payload
+from tests.workers import construct, payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from tests.refs.redisserver import RedisServer
-from tests.worker.conftest import construct, payload
+from tests.workers import construct, payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.refs.journal import Journal

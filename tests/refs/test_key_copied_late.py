@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tests.refs.redisserver import free_port
-from tests.worker.conftest import construct, payload
+from tests.workers import construct, payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.refs import shared

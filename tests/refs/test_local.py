@@ -10,6 +10,7 @@ from compilation_bridge.protocol.codec import ref_identity
 from compilation_bridge.refs import limits as refs_module
 from compilation_bridge.refs.limits import RefLimits
 from compilation_bridge.refs.local import LocalRefTable
+from compilation_bridge.settings import SettingError
 
 
 class Clock:
@@ -88,7 +89,8 @@ def test_memory_bound_refuses_new_refs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_limits_from_env() -> None:
     limits = RefLimits.from_env({"SNAKEBRIDGE_REF_TTL_SECONDS": "2.5", "SNAKEBRIDGE_REF_MAX": "7"})
     assert limits.ttl_seconds == 2.5 and limits.max_per_session == 7
-    assert RefLimits.from_env({"SNAKEBRIDGE_REF_MAX": "lots"}).max_per_session == refs_module.DEFAULT_REF_MAX
+    with pytest.raises(SettingError, match="SNAKEBRIDGE_REF_MAX='lots' is not a whole number"):
+        RefLimits.from_env({"SNAKEBRIDGE_REF_MAX": "lots"})
     assert RefLimits.from_env({"COMPILATION_BRIDGE_MAX_RSS_MB": "512"}).max_rss_bytes == 512 << 20
     assert 0 < refs_module.resident_bytes() < RefLimits.from_env({}).max_rss_bytes
 

@@ -5,7 +5,7 @@ defmodule RealClient.ThreadProfileTest do
   when none of its own is pending, so concurrent calls to one worker run one at a time whatever
   `threads_per_worker` says. This pins that: while four calls are in flight, the worker's `GRPCWorker`
   holds one pending RPC and queues the other three, in Snakepit, before anything reaches Python. (The
-  worker itself serves concurrent calls: tests/worker/test_starvation.py drives it over gRPC directly.)
+  worker itself serves concurrent calls: tests/transport/test_starvation.py drives it over gRPC directly.)
   """
   use ExUnit.Case, async: false
 

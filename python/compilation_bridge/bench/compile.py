@@ -90,13 +90,13 @@ def _plain(spec: dict[str, Any]) -> tuple[Any, Any, Any, float, dict[str, Any]]:
     """Plain torch.compile on the same model (same weights, same custom-op choices as ours)."""
     import torch
 
-    from compilation_bridge.compile import models, ops
+    from compilation_bridge.compile import ops, reference_models
     from compilation_bridge.compile.plan import make_plan
     from compilation_bridge.vllm_config import CompilationConfig
 
     config = CompilationConfig(**spec["config"])
     with ops.custom_op_context(make_plan(config, None).custom_ops, config):
-        module = models.build_model(spec["model"], 0, **spec["options"]).eval()
+        module = reference_models.build_model(spec["model"], 0, **spec["options"]).eval()
 
     def inputs_for(n: int) -> Any:
         return module.example_inputs(n, torch.device("cpu"))  # type: ignore[operator]

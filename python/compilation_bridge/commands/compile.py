@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _model_options(model: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """The model's size options, after checking the name and the keys against what the model takes."""
-    from compilation_bridge.compile.models import MODELS, option_names
+    from compilation_bridge.compile.reference_models import MODELS, option_names
 
     if model not in MODELS:
         raise UsageError("--model", f"unknown model {model!r}; known models: {', '.join(MODELS)}")

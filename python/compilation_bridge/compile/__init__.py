@@ -12,7 +12,7 @@ from compilation_bridge.compile.backend import VllmBackend, vllm_backend_factory
 from compilation_bridge.compile.compiler import InductorCompileError
 from compilation_bridge.compile.counters import CompilationCounter, compilation_counter
 from compilation_bridge.compile.files import PathNotAllowedError
-from compilation_bridge.compile.models import MODELS
+from compilation_bridge.compile.reference_models import MODELS
 from compilation_bridge.compile.runner import CompiledModel, compile_model, preload
 from compilation_bridge.vllm_config import set_vllm_backend_factory
 

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from compilation_bridge.busy import BusyError
-from compilation_bridge.compile import budgets, models, ops, progress, warm
+from compilation_bridge.compile import budgets, ops, progress, reference_models, warm
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
@@ -130,10 +130,10 @@ class CompiledModel:
             raise ValueError(f"num_tokens must be between 1 and max_num_tokens={self.plan.max_num_tokens}")
         if num_tokens > RUN_TOKENS_CAP:
             raise ValueError(f"num_tokens must be at most {RUN_TOKENS_CAP} on this worker, got {num_tokens}")
-        budgets.check_run_elements(num_tokens, models.hidden_size(self.model))
+        budgets.check_run_elements(num_tokens, reference_models.hidden_size(self.model))
         # what runs is the batch padded to its CUDA graph's size (the same on CPU), attention included
         padded = self.cudagraphs.dispatch(num_tokens)[1]
-        budgets.check_run_bytes(models.footprint_of(self.model), padded)
+        budgets.check_run_bytes(reference_models.footprint_of(self.model), padded)
 
     def trace(self) -> None:
         """Trace once with `max_num_tokens` tokens, compiling nothing (VLLM_COMPILE) or the whole graph."""
@@ -143,9 +143,9 @@ class CompiledModel:
         ):
             return
         # The trace is a run too: within both run budgets as well (its size does not change the code).
-        within_elements = max_run_elements() // models.hidden_size(self.model)
+        within_elements = max_run_elements() // reference_models.hidden_size(self.model)
         upper = max(2, min(self.plan.max_num_tokens, TRACE_TOKENS_CAP, within_elements))
-        footprint = models.footprint_of(self.model)
+        footprint = reference_models.footprint_of(self.model)
         size = budgets.largest_run_within(footprint, upper, lower=2)
         budgets.check_run_bytes(footprint, size)  # refused when not even 2 tokens fit
         inputs = self._inputs(size)
@@ -359,8 +359,8 @@ def compile_model(
     **model_size_options: Any,
 ) -> CompiledModel:
     """Build reference model `model` and compile it as `config` (a CompilationConfig or VllmConfig) says."""
-    if model not in models.MODELS:
-        raise ValueError(f"unknown model {model!r}; known models: {', '.join(models.MODELS)}")
+    if model not in reference_models.MODELS:
+        raise ValueError(f"unknown model {model!r}; known models: {', '.join(reference_models.MODELS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     plan = make_plan(config, max_num_tokens)
@@ -370,7 +370,7 @@ def compile_model(
     device = _device()
     enabled_before, disabled_before = Counter(cc.enabled_custom_ops), Counter(cc.disabled_custom_ops)
     with ops.custom_op_context(plan.custom_ops, cc):
-        module = models.build_model(model, seed, **model_size_options)
+        module = reference_models.build_model(model, seed, **model_size_options)
     own_counts = (cc.enabled_custom_ops - enabled_before, cc.disabled_custom_ops - disabled_before)
     module = module.to(device).eval()
     counter = CompilationCounter()
@@ -378,7 +378,7 @@ def compile_model(
     target: Any = None
     if plan.mode == CompilationMode.VLLM_COMPILE:
         model_file = getattr(sys.modules.get(type(module).__module__), "__file__", None)
-        source_files = [f for f in (models.__file__, ops.__file__, model_file) if f]
+        source_files = [f for f in (reference_models.__file__, ops.__file__, model_file) if f]
         backend = VllmBackend(
             plan,
             extra_factors={"model": model, "model_options": model_size_options, "device": device.type},

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 WARNING = "Failed to initialize NumPy"
 
 

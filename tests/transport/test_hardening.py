@@ -13,7 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
-from tests.worker.conftest import construct, payload
+from tests.workers import construct, payload
 
 from compilation_bridge.protocol.codec import ref_identity
 from compilation_bridge.protocol.dispatch import Dispatcher

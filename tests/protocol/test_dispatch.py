@@ -6,7 +6,7 @@ import sys
 from typing import Any
 
 import pytest
-from tests.worker.conftest import construct, payload
+from tests.workers import construct, payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
 

@@ -26,7 +26,7 @@ from compilation_bridge.refs.local import LocalRefTable
 from compilation_bridge.vllm_config import env as vllm_env
 
 PACKAGE = Path(compilation_bridge.__file__).resolve().parent
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 # ------------------------------------------------------------------ who may touch the environment
 # The owners: any variable.
