@@ -31,11 +31,13 @@ import signal
 import struct
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 import msgpack
 
+from compilation_bridge.protocol.answer import encode_answer
 from compilation_bridge.protocol.dispatch import STREAM_TOOL, Dispatcher, Reply
 from compilation_bridge.protocol.errors import fallback_payload
 from compilation_bridge.settings import preload_compile_wanted
@@ -102,7 +104,14 @@ def read_frame(stream: BinaryIO, max_bytes: int) -> bytes:
 
 
 def encode_frame(message: dict[str, Any]) -> bytes:
-    body = msgpack.packb(message, use_bin_type=True)
+    return framed(encode_body(message))
+
+
+def encode_body(message: dict[str, Any]) -> bytes:
+    return msgpack.packb(message, use_bin_type=True)
+
+
+def framed(body: bytes) -> bytes:
     return HEADER.pack(len(body)) + body
 
 
@@ -208,32 +217,28 @@ class PortServer:
             self._reply(request, self.dispatcher.execute(request.tool, request.payload, request.session_id))
 
     def _reply(self, request: Request, reply: Reply) -> None:
-        if reply.success:
-            frame = self._packed({"id": request.id, "ok": True, "result": reply.result}, request)
-        else:
-            frame = encode_frame({"id": request.id, "ok": False, "error": reply.error})
-        self.out.write(frame)
+        self.out.write(self._packed(reply, request, lambda result: {"ok": True, "result": result}))
         self.out.flush()
 
-    def _packed(self, message: dict[str, Any], request: Request) -> bytes:
-        """The encoded frame, or an error reply when the result cannot travel (too big, not msgpack)."""
-        try:
-            frame = encode_frame(message)
-            if len(frame) - HEADER.size <= self.max_reply_bytes:
-                return frame
-            problem: Exception = ValueError(
-                f"result too large: {len(frame) - HEADER.size} bytes (limit {self.max_reply_bytes})"
-            )
-        except Exception as exc:  # e.g. an int beyond 64 bits, or nesting beyond msgpack's limit
-            problem = exc
-        error = self._error(problem, request.tool, request.payload, request.session_id)
-        return encode_frame({"id": request.id, "ok": False, "error": error})
+    def _packed(self, reply: Reply, request: Request, success: Callable[[Any], dict[str, Any]]) -> bytes:
+        """The frame of `reply` (`success` shapes a result's message), or of the error that says why
+        its result cannot travel (too big, not msgpack)."""
+        answer = encode_answer(
+            reply,
+            encode_result=lambda result: encode_body({"id": request.id, **success(result)}),
+            encode_error=lambda error: encode_body({"id": request.id, "ok": False, "error": error}),
+            max_bytes=self.max_reply_bytes,
+            explain=lambda exc: self.dispatcher.error_reply(
+                exc, request.tool, request.payload, request.session_id or self.default_session
+            ),
+        )
+        return framed(answer.data)
 
     def _stream(self, request: Request) -> None:
         count = 0
         try:
             for item in self.dispatcher.stream(request.tool, request.payload, request.session_id):
-                frame = self._packed({"id": request.id, "chunk": item}, request)
+                frame = self._packed(Reply(True, item), request, lambda chunk: {"chunk": chunk})
                 self.out.write(frame)
                 self.out.flush()
                 count += 1

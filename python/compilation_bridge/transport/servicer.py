@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 
 from compilation_bridge.protocol.admission import Admission
+from compilation_bridge.protocol.answer import encode_answer
 from compilation_bridge.protocol.dispatch import Dispatcher, Reply, session_of
 from compilation_bridge.protocol.errors import WorkerBusyError, fallback_payload
 from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
@@ -218,26 +219,21 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def _tool_response(
         self, reply: Reply, request: pb.ExecuteToolRequest, started: float
     ) -> pb.ExecuteToolResponse:
-        if reply.success:
-            try:
-                data = jsonio.dumps(reply.result)
-            except Exception as exc:  # the codec only emits JSON types; never fail the RPC
-                data = b""
-                reply = self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id)
-            if reply.success and len(data) <= self.max_response_bytes:
-                response = pb.ExecuteToolResponse(success=True)
-                response.result.type_url = TYPE_URL + _result_kind(reply.result)
-                response.result.value = data
-                response.execution_time_ms = int((time.perf_counter() - started) * 1000)
-                return response
-            if reply.success:
-                too_big = ValueError(f"result too large: {len(data)} bytes (limit {self.max_response_bytes})")
-                reply = self.dispatcher.error_reply(too_big, request.tool_name, None, request.session_id)
-        return pb.ExecuteToolResponse(
-            success=False,
-            error_message=_error_json(reply),
-            execution_time_ms=int((time.perf_counter() - started) * 1000),
+        answer = encode_answer(
+            reply,
+            encode_result=jsonio.dumps,
+            encode_error=jsonio.dumps,
+            max_bytes=self.max_response_bytes,
+            explain=lambda exc: self.dispatcher.error_reply(exc, request.tool_name, None, request.session_id),
         )
+        response = pb.ExecuteToolResponse(success=answer.success)
+        if answer.success:
+            response.result.type_url = TYPE_URL + _result_kind(answer.result)
+            response.result.value = answer.data
+        else:
+            response.error_message = answer.data.decode()
+        response.execution_time_ms = int((time.perf_counter() - started) * 1000)
+        return response
 
     def ExecuteStreamingTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
