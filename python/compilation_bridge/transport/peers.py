@@ -50,6 +50,7 @@ from urllib.parse import unquote
 import grpc
 
 from compilation_bridge.settings import ALLOWED_PEER_UIDS_ENV, allowed_peer_uids_setting
+from compilation_bridge.transport.interception import Behavior, wrapped_handler
 
 log = logging.getLogger("compilation_bridge.transport")
 
@@ -322,10 +323,6 @@ def proc_available() -> bool:
     return os.path.exists(TCP_TABLES[0][0]) and os.path.isdir(FD_FOLDER)
 
 
-Behavior = Callable[..., Any]
-HANDLER_KINDS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
-
-
 class PeerGuard(grpc.ServerInterceptor):
     """Runs `PeerCheck` before every RPC of the server; a refused call is aborted with PERMISSION_DENIED."""
 
@@ -345,9 +342,7 @@ class PeerGuard(grpc.ServerInterceptor):
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        wrapped = handler._replace(
-            **{kind: self._guard(getattr(handler, kind)) for kind in HANDLER_KINDS if getattr(handler, kind)}
-        )
+        wrapped = wrapped_handler(handler, lambda _kind, behavior: self._guard(behavior))
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 
@@ -360,10 +355,6 @@ class PeerGuard(grpc.ServerInterceptor):
                 context.abort(grpc.StatusCode.PERMISSION_DENIED, verdict.reason)
             return behavior(request, context, *more)
 
-        # grpc reads these off the behavior: the health service's Watch answers from callbacks.
-        for name in ("experimental_non_blocking", "experimental_thread_pool"):
-            if hasattr(behavior, name):
-                setattr(guarded, name, getattr(behavior, name))
         return guarded
 
 

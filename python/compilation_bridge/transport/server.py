@@ -26,6 +26,7 @@ import grpc
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.settings import application_setting, preload_compile_wanted
 from compilation_bridge.surface.catalog import warm_up
+from compilation_bridge.transport.correlation import CorrelationInterceptor
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.heartbeat import HeartbeatClient
@@ -77,8 +78,9 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
     threads = options.max_concurrent_calls + MAX_TELEMETRY_STREAMS + reflection_streams + SPARE_THREADS
     server = grpc.server(
         ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bridge"),
-        # Every RPC (health and reflection included) answers only the worker's own user (peers.py).
-        interceptors=peer_interceptors(options.host),
+        # Every RPC (health and reflection included) answers only the worker's own user (peers.py);
+        # then each tool call's log lines carry its correlation id (correlation.py).
+        interceptors=[*peer_interceptors(options.host), CorrelationInterceptor()],
         options=[
             ("grpc.max_receive_message_length", transport_limit),
             ("grpc.max_send_message_length", response_limit),

@@ -26,14 +26,11 @@ from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
 from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
-from compilation_bridge.transport.logcontext import correlation_id
 
 log = logging.getLogger("compilation_bridge.transport")
 
 TYPE_URL = "type.googleapis.com/snakepit."
-CORRELATION_HEADER = "x-snakepit-correlation-id"
 MAX_TELEMETRY_STREAMS = 2  # Elixir opens one per worker; each open stream holds a server thread
-MAX_CORRELATION_CHARS = 256  # it is printed in every log line of the call
 MAX_SESSIONS = 10_000  # InitializeSession ids remembered (callers choose them: keep the memory bounded)
 
 
@@ -155,13 +152,10 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> pb.ExecuteToolResponse:
         started = time.perf_counter()
-        token = correlation_id.set(_correlation(request, context))
         try:
             return self._tool_response(self._reply(request, context), request, started)
         except Exception as exc:  # a failure while answering is still answered in-band, never a status
             return self._last_resort(exc, request, started)
-        finally:
-            correlation_id.reset(token)
 
     def _reply(self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> Reply:
         remaining = context.time_remaining()
@@ -238,11 +232,9 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def ExecuteStreamingTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.ToolChunk]:
-        token = correlation_id.set(_correlation(request, context))
         try:
             self._admission.enter_worker()
         except WorkerBusyError as busy:
-            correlation_id.reset(token)
             self._abort(
                 context, self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
             )
@@ -250,7 +242,6 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
             yield from self._stream_chunks(request, context)
         finally:
             self._admission.leave_worker()
-            correlation_id.reset(token)
 
     def _stream_chunks(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
@@ -291,13 +282,3 @@ def _share(payload: dict[str, Any], request_session_id: str) -> str:
 
 def _error_json(reply: Reply) -> str:
     return jsonio.dumps(reply.error).decode()
-
-
-def _correlation(request: pb.ExecuteToolRequest, context: grpc.ServicerContext) -> str:
-    value = request.metadata.get("correlation_id")
-    if value:
-        return value[:MAX_CORRELATION_CHARS]
-    for key, header in context.invocation_metadata() or ():
-        if key == CORRELATION_HEADER:
-            return str(header)[:MAX_CORRELATION_CHARS]
-    return "-"
