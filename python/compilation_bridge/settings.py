@@ -62,7 +62,7 @@ The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them thro
   and AOTAutograd caches there, every entry authenticated before it is unpickled (default off).
 
 Start-up options (transport/options.py, from a mapping tests pass or the environment, through the same
-parsers; defaults in README, "Environment variables"): ``COMPILATION_BRIDGE_HOST``,
+parsers; defaults in docs/settings.md): ``COMPILATION_BRIDGE_HOST``,
 ``COMPILATION_BRIDGE_MAX_REQUEST_BYTES``, ``COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS``,
 ``COMPILATION_BRIDGE_MAX_SESSION_CALLS``,
 ``COMPILATION_BRIDGE_REFLECTION``, ``COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS``,
@@ -100,8 +100,8 @@ _N = TypeVar("_N", int, float)
 
 # ------------------------------------------------------------------ the one parser of the environment
 # Every operator setting of the worker is read here, through these parsers (and the typed Settings and
-# accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere. README, "Environment
-# variables", lists them all.
+# accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere. docs/settings.md
+# lists them all.
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
 FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})  # what a strict on/off flag also accepts
 

@@ -422,8 +422,9 @@ def test_vllm_config_hash(check: Any, platform: str, model: str, cc: dict[str, A
     and the hashes of the sub-configs it combines.
 
     With a model, vLLM's ModelConfig hash folds in transformers' whole config object (its defaults and
-    version included), which the product does not reproduce: a departure listed in the README. Then the
-    ModelConfig hash, and the VllmConfig hash built on it, are left out; every other one is compared."""
+    version included), which the product does not reproduce: a departure listed in docs/configuration.md.
+    Then the ModelConfig hash, and the VllmConfig hash built on it, are left out; every other one is
+    compared."""
     with_model = bool(MODELS[model])
     ops = [
         *([] if with_model else [call("compute_hash", on="")]),

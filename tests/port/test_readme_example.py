@@ -1,4 +1,4 @@
-"""The README's port-transport example is what the worker speaks: its client runs, its request bytes are
+"""docs/port.md's example is what the worker speaks: its client runs, its request bytes are
 a valid frame, and the worker's reply to them has the bytes shown (up to the random ref id)."""
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from tests.port.conftest import PortProcess
 
 from compilation_bridge.transport.port import HEADER
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SECTION = README.split("### The port transport", 1)[1].split("\n### ", 1)[0]
+SECTION = (Path(__file__).resolve().parents[2] / "docs" / "port.md").read_text()  # the port's manual
 
 
 def code_blocks() -> list[tuple[str, str]]:

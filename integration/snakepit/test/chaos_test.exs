@@ -11,7 +11,7 @@ defmodule RealClient.ChaosTest do
   run at once (nine workers: eight callers and the killer, which makes a witness ref before each kill), and
   is part of the normal suite. Snakepit's heartbeat is off (`RealClient.Chaos.pool_overrides/0`). The
   same scenarios on a pool of two (`RealClient.ChaosPairTest`) meet Snakepit 0.13's misrouting of queued
-  calls after a kill (README, "Known limits") and run only when asked:
+  calls after a kill (docs/worker.md, "Known limits") and run only when asked:
   `scripts/realclient_test.sh --only chaos`.
   """
   use ExUnit.Case, async: false

@@ -43,7 +43,7 @@ defmodule RealClient.SharedRefsTest do
     {:ok, true} = Runtime.set_attr(cc, :compilation_time, 2.5)
     {:ok, hash} = CC.compute_hash(cc)
 
-    # Kill only workers that are serving, not in Snakepit's post-ready sequence (README, "Known limits").
+    # Kill only workers that are serving, not in Snakepit's post-ready sequence (docs/worker.md, "Known limits").
     :ok = Pool.settle()
     before = Pool.worker_pids(instance)
 

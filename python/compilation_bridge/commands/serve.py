@@ -1,7 +1,7 @@
 """`compilation-bridge serve`: run the gRPC worker by hand (Snakepit itself starts python/grpc_server.py).
 
 Takes the same flags as the launch script; `--platform cpu|cuda` fixes the platform the config model
-resolves against, and `--host` widens the loopback-only default (see README, "Environment variables").
+resolves against, and `--host` widens the loopback-only default (see docs/settings.md).
 """
 
 from __future__ import annotations

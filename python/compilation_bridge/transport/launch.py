@@ -59,7 +59,7 @@ def run_worker(options: serve_options.ServeOptions) -> int:
     if options.health_check:
         return health_check()
     if serve_options.beyond_loopback(options.host):
-        # The port has no authentication of its own (README, "Trust boundary").
+        # The port has no authentication of its own (docs/worker.md, "Trust boundary").
         log.warning(
             "binding %s: the worker then listens beyond loopback, and whoever can reach this port can "
             "call it; keep the default (localhost) unless your own network controls guard the port",

@@ -501,6 +501,6 @@ class ModelConfig:
 
     def compute_hash(self) -> str:
         # vLLM hashes its full ModelConfig including the transformers config object; this hash covers
-        # the same model facts but is not byte-identical to vLLM's (see the README).
+        # the same model facts but is not byte-identical to vLLM's (see docs/configuration.md).
         ignored = {"tokenizer", "seed", "enforce_eager", "skip_tokenizer_init"}
         return hash_factors(get_hash_factors(self, ignored))

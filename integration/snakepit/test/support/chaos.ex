@@ -27,14 +27,14 @@ defmodule RealClient.Chaos do
   @compile_attempts 3
 
   # The BEAM's memory beyond which a scenario stops at once: Snakepit 0.13's misrouting after a kill
-  # (README, "Known limits") grows it by gigabytes a second, and a test must fail, not take the host down.
+  # (docs/worker.md, "Known limits") grows it by gigabytes a second, and a test must fail, not take the host down.
   @beam_memory_limit 1_000_000_000
 
   defstruct calls: 0, rounds: 0, failed: [], wrong: [], unacceptable: []
 
   @doc """
   The pool settings of the chaos scenarios: Snakepit's heartbeat off. With it on, Snakepit 0.13 loses a
-  worker for good when the kill lands while a heartbeat ping is in flight (README, "Known limits"): the
+  worker for good when the kill lands while a heartbeat ping is in flight (docs/worker.md, "Known limits"): the
   failed ping ends the worker's GenServer with a `{:shutdown, _}` reason, which its supervisor does not
   restart, and the pool counts supervisors, not workers, so it never starts a replacement.
   """
