@@ -357,7 +357,7 @@ def inductor_max_autotune() -> bool:
 
 def compiled_code_env() -> dict[str, str | None]:
     """The raw values of the settings that change compiled code (unset: None), for the cache key."""
-    return {name: _read(name) or os.environ.get(name) for name in COMPILED_CODE_ENVS}
+    return {name: _read(name) or None for name in COMPILED_CODE_ENVS}
 
 
 def conformance_hooks_enabled() -> bool:
