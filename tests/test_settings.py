@@ -10,7 +10,6 @@ import ast
 import fnmatch
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from typing import NamedTuple
 import pytest
 
 import compilation_bridge
-from compilation_bridge import settings
+from compilation_bridge import settings, settings_catalog
 from compilation_bridge.refs import limits as refs
 from compilation_bridge.refs.limits import RefLimits
 from compilation_bridge.refs.local import LocalRefTable
@@ -414,15 +413,7 @@ def test_model_roots(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------ documentation
-DOCUMENTED = re.compile(r"``([A-Z][A-Z0-9_]+)``")
-
-
-def environment_table() -> str:
-    return (REPO / "docs" / "settings.md").read_text()
-
-
-def test_settings_documents_every_variable_it_names() -> None:
-    doc = settings.__doc__ or ""
+def test_catalog_documents_every_variable_settings_names() -> None:
     constants = [v for k, v in vars(settings).items() if k.endswith("_ENV") and isinstance(v, str)]
     literal_parsed = [
         name
@@ -433,11 +424,59 @@ def test_settings_documents_every_variable_it_names() -> None:
         and node.args
         and (name := _literal(node.args[0])) is not None
     ]
-    missing = [name for name in constants + literal_parsed if f"``{name}``" not in doc]
-    assert not missing, f"settings.py's docstring does not document {missing}"
+    documented = {name for variable in settings_catalog.VARIABLES for name in variable.names}
+    missing = sorted(set(constants + literal_parsed) - documented)
+    assert not missing, f"settings_catalog.VARIABLES does not document {missing}"
 
 
-def test_readme_lists_every_variable_settings_documents() -> None:
-    table = environment_table()
-    missing = [name for name in DOCUMENTED.findall(settings.__doc__ or "") if f"`{name}`" not in table]
-    assert not missing, f"docs/settings.md's table lacks {missing}"
+def test_catalog_names_each_variable_once() -> None:
+    names = [name for variable in settings_catalog.VARIABLES for name in variable.names]
+    assert len(names) == len(set(names))
+
+
+def test_settings_page_holds_the_current_table() -> None:
+    page = (REPO / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert settings_catalog.updated_page(page) == page, (
+        "docs/settings.md is behind settings_catalog.py: "
+        "run `compilation-bridge settings --update docs/settings.md`"
+    )
+
+
+def test_settings_command_prints_and_updates_the_table(tmp_path: Path) -> None:
+    printed = _settings_command()
+    assert printed.returncode == 0 and printed.stdout.strip() == settings_catalog.markdown_table()
+    page = tmp_path / "page.md"
+    page.write_text(f"intro\n{settings_catalog.BEGIN}\n| stale |\n{settings_catalog.END}\noutro\n")
+    updated = _settings_command("--update", str(page))
+    assert updated.returncode == 0 and "updated" in updated.stdout
+    assert (
+        page.read_text()
+        == f"intro\n{settings_catalog.BEGIN}\n{printed.stdout}{settings_catalog.END}\noutro\n"
+    )
+    assert "already current" in _settings_command("--update", str(page)).stdout
+
+
+def test_settings_command_refuses_a_page_without_the_markers(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("no table here\n")
+    refused = _settings_command("--update", str(page))
+    assert (
+        refused.returncode == 2
+        and "argument --update" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )
+    assert page.read_text() == "no table here\n"
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly() -> None:
+    command = [sys.executable, "-m", "compilation_bridge", "settings"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the command writes a line: its print meets a closed pipe
+    stderr = process.stderr.read()
+    assert process.wait(timeout=120) == 141 and stderr == ""
+
+
+def _settings_command(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "compilation_bridge", "settings", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -25,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "port": ("port", "serve SnakeBridge calls on stdin/stdout as an Erlang port (length-prefixed msgpack)"),
     "gen-elixir": ("gen_elixir", "write the Elixir stub's generated modules from the exposed Python surface"),
     "compile": ("compile", "compile a reference model with a config, run it and print a report"),
+    "settings": ("settings", "print the table of every environment variable the worker reads; --update PAGE"),
 }
 
 
@@ -57,11 +60,21 @@ def _run(module: ModuleType, parser: argparse.ArgumentParser, args: argparse.Nam
         return int(module.run(args))
     except UsageError as e:
         parser.error(str(e))  # exits 2
+    except BrokenPipeError:
+        return _reader_went_away()
     except OSError as e:
         print(f"{parser.prog}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return report_interrupted()
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed early (`| head`): stop quietly with the shell's SIGPIPE status, as Unix tools
+    do; stdout goes to /dev/null so the interpreter's last flush cannot raise again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -1,87 +1,19 @@
 """Operator settings, the one owner of the worker's environment: platform, roots, allowlists, limits.
 
-Callers never change these; they come from the environment (and the CLI flags that set it) so that a
-hostile request cannot widen what the worker may import or where it may write.
+Callers never change these; they come from the environment (and the CLI flags that choose them) so that a
+hostile request cannot widen what the worker may import or where it may write. Every variable is named
+here by a constant (``*_ENV``) and read here, through one set of parsers: a switch is on for 1, true, yes
+or on (`is_true`); a number that does not parse is an error naming the variable (`SettingError`), never
+its default. Both doors (`grpc_server.py`, `compilation-bridge serve`) and the port check every number
+and the platform (`check_environment`) before they start, and exit 2 with that one line.
 
-- ``COMPILATION_BRIDGE_PLATFORM``: ``cpu`` or ``cuda`` (default: detected from torch, read lazily).
-- ``COMPILATION_BRIDGE_ALLOWED_ROOTS``: ``os.pathsep``-separated directories under which cache and debug
-  files may be written (default: the user cache folder ``~/.cache/compilation-bridge`` only, created
-  0700). Never a shared folder such as the system temporary directory: what lies under a root is trusted
-  to have been written by this worker's user, so every root must be private to it
-  (`compilation_bridge.safe_files.ensure_private_root`). Default caches (the compile cache, Inductor's)
-  go under the first root when the user cache folder is not among them.
-- ``COMPILATION_BRIDGE_ALLOWED_CALLABLES``: comma-separated qualified names that config values naming code
-  (``inductor_passes`` values, an out-of-tree ``backend``) may resolve to (default: none).
-- ``COMPILATION_BRIDGE_ALLOWED_INDUCTOR_OPTIONS``: comma-separated Inductor option names a config's
-  ``inductor_compile_config`` may set beyond the built-in tuning knobs (default: none).
-- ``COMPILATION_BRIDGE_STATE_DIR``: the worker's private state folder (mode 0700): the embedded ref store
-  and the key that signs its entries (default: ``state/`` under the user cache folder).
-- ``COMPILATION_BRIDGE_REF_STORE``: where refs are shared between workers: ``sqlite`` (default, in the
-  state folder), ``redis://[user:pass@]host:port/db`` (many hosts), or ``off`` (each worker keeps its own).
-- ``COMPILATION_BRIDGE_MODEL_ROOTS``: ``os.pathsep``-separated folders model folders (``config.json``) may
-  be read from, besides the bundled models and the allowed roots (default: none).
-- ``XDG_CACHE_HOME``: holds the user cache folder ``compilation-bridge/`` (default ``~/.cache``).
-- ``COMPILATION_BRIDGE_ALLOWED_PEER_UIDS``: comma-separated uids whose processes may call the gRPC worker
-  besides its own user's (default: none), or ``any`` for every user that can reach the port
-  (`transport/peers.py`). An entry that is not a uid is ignored, with a warning.
+What each variable means and defaults to is in `settings_catalog.VARIABLES`, the source of
+docs/settings.md's table (tests/test_settings.py checks that every variable named here is there).
 
-Read when used rather than at start, because tests change them (the functions below):
-
-- ``COMPILATION_BRIDGE_MAX_MODEL_BYTES``: total float32 parameter size of a reference model (default
-  ``1 << 30``, 1 GiB). ``COMPILATION_BRIDGE_MAX_RUN_ELEMENTS``: a run's tokens times hidden size (default
-  ``1 << 24``). ``COMPILATION_BRIDGE_MAX_RUN_BYTES``: a run's estimated peak allocation, attention's
-  heads x tokens² scores included (default ``1 << 30``, 1 GiB; `compile.budgets`). For all three, a value
-  that is not a whole number above 0 leaves the default.
-- ``COMPILATION_BRIDGE_DISABLE_COMPILE_CACHE``: flag, never read or write the compile cache (default off;
-  vLLM's own ``VLLM_DISABLE_COMPILE_CACHE`` is read beside it, as vLLM reads it: `vllm_config.env`).
-- ``COMPILATION_BRIDGE_INDUCTOR_MAX_AUTOTUNE``: flag, Inductor's max-autotune and coordinate-descent
-  tuning for exact sizes, as vLLM turns them on (default off: minutes per piece on CPU). Its raw value,
-  with the platform's, goes into the compile cache's key (`compiled_code_env`).
-- ``SNAKEPIT_LOG_LEVEL``: ``debug``, ``info``, ``warning``, ``error`` or ``none`` (default ``warning``;
-  ``info`` under ``compilation-bridge serve``); any other value leaves the default, with a warning.
-  ``COMPILATION_BRIDGE_LOG_FORMAT``: ``json`` or text (default text).
-
-The ref table's limits (``RefLimits.from_env`` in refs/limits.py reads them through `env_int` and
-`env_float`, from a mapping tests pass or the environment):
-
-- ``SNAKEBRIDGE_REF_TTL_SECONDS``: seconds since last access after which a ref goes (default 0: none; a
-  negative value is 0).
-- ``SNAKEBRIDGE_REF_MAX``: refs per session, least recently used evicted first (default 10000; 0: no
-  limit). ``COMPILATION_BRIDGE_MAX_TOTAL_REFS``: refs in all (default 50000; 0: no limit).
-  ``COMPILATION_BRIDGE_MAX_SESSIONS``: sessions holding refs (default 10000; 0: no limit). A negative
-  value of any of the three is 0.
-- ``COMPILATION_BRIDGE_MAX_RSS_MB``: resident size above which new refs, changes and restores are refused
-  (default 8192 or three quarters of the machine's memory if less; 0 or negative: off).
-- ``COMPILATION_BRIDGE_REF_LEASE_SECONDS``: how long a stored ref lives unused when there is no TTL
-  (default 3600, Snakepit's session TTL; 0: forever). ``COMPILATION_BRIDGE_MAX_REF_BYTES``,
-  ``COMPILATION_BRIDGE_MAX_SESSION_BYTES``, ``COMPILATION_BRIDGE_MAX_STORE_BYTES``: encoded state per ref,
-  per session and per application in the ref store (defaults 16 MiB, 256 MiB, 1 GiB; 0: no limit).
-- ``COMPILATION_BRIDGE_APPLICATION``: the application whose refs a worker serves, when Snakepit names
-  none (``--snakepit-instance-name`` wins; default ``default``). Applications never see each other's refs.
-- ``COMPILATION_BRIDGE_INDUCTOR_REMOTE_CACHE``: flag, with a Redis ref store also keep Inductor's FX-graph
-  and AOTAutograd caches there, every entry authenticated before it is unpickled (default off).
-
-Start-up options (transport/options.py, from a mapping tests pass or the environment, through the same
-parsers; defaults in docs/settings.md): ``COMPILATION_BRIDGE_HOST``,
-``COMPILATION_BRIDGE_MAX_REQUEST_BYTES``, ``COMPILATION_BRIDGE_MAX_CONCURRENT_CALLS``,
-``COMPILATION_BRIDGE_MAX_SESSION_CALLS``,
-``COMPILATION_BRIDGE_REFLECTION``, ``COMPILATION_BRIDGE_MAX_REFLECTION_STREAMS``,
-``COMPILATION_BRIDGE_STREAM_IDLE_SECONDS``, and Snakepit's ``SNAKEPIT_READY_FILE``,
-``SNAKEPIT_HEARTBEAT_CONFIG``, ``SNAKEPIT_GRPC_ADDRESS``, ``SNAKEPIT_ELIXIR_ADDRESS`` and
-``SNAKEPIT_PROCESS_GROUP``.
-
-Flags (default off), each read through its function below: ``SNAKEBRIDGE_ATOM_CLASS`` (the codec),
-``SNAKEBRIDGE_ALLOW_LEGACY_PROTOCOL`` (dispatch), ``COMPILATION_BRIDGE_PRELOAD_COMPILE`` (the transports)
-and ``COMPILATION_BRIDGE_TEST_HOOKS`` (the tool catalog).
-
-A number that does not parse is an error naming the variable (`SettingError`), never its default: both
-doors (`grpc_server.py`, `compilation-bridge serve`) and the port check every number and the platform
-(`check_environment`) before they start, and exit 2 with that one line. ``--platform`` is a choice made
-through this module (`choose`), read as if ``COMPILATION_BRIDGE_PLATFORM`` held it; the environment is
-never written, except Inductor's own variables (``TORCHINDUCTOR_CACHE_DIR`` and its remote-cache
-switches), which Inductor reads only from there, by `set_inductor_variables`.
-
-No other module of the package reads the environment, except the vLLM variables read where and as vLLM
+``--platform`` is a choice made through this module (`choose`), read as if ``COMPILATION_BRIDGE_PLATFORM``
+held it; the environment is never written, except Inductor's own variables (``TORCHINDUCTOR_CACHE_DIR``
+and its remote-cache switches), which Inductor reads only from there, by `set_inductor_variables`. No
+other module of the package reads the environment, except the vLLM variables read where and as vLLM
 reads them (`vllm_config`) (tests/test_settings.py checks).
 """
 
@@ -100,8 +32,7 @@ _N = TypeVar("_N", int, float)
 
 # ------------------------------------------------------------------ the one parser of the environment
 # Every operator setting of the worker is read here, through these parsers (and the typed Settings and
-# accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere. docs/settings.md
-# lists them all.
+# accessors below), so that `TRUE`, `yes` or ` 1 ` mean the same everywhere.
 TRUE_WORDS = frozenset({"1", "true", "t", "yes", "y", "on"})
 FALSE_WORDS = frozenset({"0", "false", "f", "no", "n", "off"})  # what a strict on/off flag also accepts
 
@@ -207,6 +138,7 @@ HEARTBEAT_CONFIG_ENV = "SNAKEPIT_HEARTBEAT_CONFIG"
 GRPC_ADDRESS_ENV = "SNAKEPIT_GRPC_ADDRESS"
 ELIXIR_ADDRESS_ENV = "SNAKEPIT_ELIXIR_ADDRESS"
 PROCESS_GROUP_ENV = "SNAKEPIT_PROCESS_GROUP"
+XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
 PLATFORMS = ("cpu", "cuda")
 LOG_LEVELS = ("debug", "info", "warning", "error", "none")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
@@ -244,7 +176,7 @@ class Settings:
 
 
 def user_cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "compilation-bridge"
+    return Path(os.environ.get(XDG_CACHE_HOME_ENV) or Path.home() / ".cache") / "compilation-bridge"
 
 
 def state_dir_setting() -> Path:
