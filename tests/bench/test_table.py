@@ -1,6 +1,6 @@
 """The bench's markdown table: one row per comparison, ratios computed from the figures given."""
 
-from compilation_bridge.bench.table import markdown
+from compilation_bridge.bench.table import markdown, page
 
 
 def test_table_rows_and_ratios() -> None:
@@ -41,3 +41,17 @@ def test_table_with_only_some_benchmarks() -> None:
         None, {"port": {"p50_us": 1.0}, "grpc": {"p50_us": 2.0}, "p50_ratio": 0.5, "target_ratio": 0.5}, None
     )
     assert len(table.splitlines()) == 3
+
+
+def test_page_says_how_and_on_what_it_was_measured() -> None:
+    written = page(
+        "| comparison | ours | baseline | ratio | target |\n", "compilation-bridge bench --only rpc"
+    )
+    lines = written.splitlines()
+    assert lines[0] == "# Benchmark figures"
+    assert (
+        "`compilation-bridge bench --only rpc`" in lines[2]
+        and " CPUs (" in lines[2]
+        and "Python 3." in lines[2]
+    )
+    assert lines[-1] == "| comparison | ours | baseline | ratio | target |"

@@ -7,7 +7,7 @@ defmodule RealClient.ChaosTest do
   died), refs made before a kill answer after it, and the pool ends whole. The fraction of calls that
   failed, and why, is printed. The scenarios are `RealClient.Chaos`'s.
 
-  This module runs them on the configuration the README recommends, `pool_size` at least the callers that
+  This module runs them on the configuration docs/worker.md recommends, `pool_size` at least the callers that
   run at once (nine workers: eight callers and the killer, which makes a witness ref before each kill), and
   is part of the normal suite. Snakepit's heartbeat is off (`RealClient.Chaos.pool_overrides/0`). The
   same scenarios on a pool of two (`RealClient.ChaosPairTest`) meet Snakepit 0.13's misrouting of queued
@@ -48,7 +48,7 @@ defmodule RealClient.ChaosPairTest do
   @moduledoc """
   `RealClient.ChaosTest`'s scenarios on a pool of two: more callers than workers, so calls wait in
   Snakepit's queue. Under Snakepit 0.13 a kill then sends queued calls to the busy replacement, whose
-  GRPCWorker's queued calls capture each other, and the BEAM's memory grows by gigabytes a second (README,
+  GRPCWorker's queued calls capture each other, and the BEAM's memory grows by gigabytes a second (docs/worker.md,
   "Known limits"); the scenarios stop at 1 GB. Run it with `scripts/realclient_test.sh --only chaos`.
   """
   use ExUnit.Case, async: false

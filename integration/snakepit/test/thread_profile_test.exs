@@ -1,6 +1,6 @@
 defmodule RealClient.ThreadProfileTest do
   @moduledoc """
-  The thread profile, honestly (README, "Use the process profile"): a `worker_profile: :thread` pool of one
+  The thread profile, honestly (docs/worker.md, "Use the process profile"): a `worker_profile: :thread` pool of one
   worker through the launcher starts and answers, but Snakepit 0.13's `GRPCWorker` starts an RPC only
   when none of its own is pending, so concurrent calls to one worker run one at a time whatever
   `threads_per_worker` says. This pins that: while four calls are in flight, the worker's `GRPCWorker`

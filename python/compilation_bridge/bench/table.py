@@ -1,4 +1,5 @@
-"""The markdown table of benchmark ratios that `compilation-bridge bench --markdown` writes.
+"""The page of benchmark ratios that `compilation-bridge bench --markdown` writes (docs/figures.md by
+`scripts/bench.sh`): where and when it was measured, then one table.
 
 Each row is one comparison measured in the same run: ours against its baseline, with the target the
 project aims for. Ratios are what matter on a shared machine; absolute times are given for context.
@@ -6,6 +7,10 @@ project aims for. Ratios are what matter on a shared machine; absolute times are
 
 from __future__ import annotations
 
+import os
+import platform
+import sys
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -120,3 +125,30 @@ def markdown(rpc: dict[str, Any] | None, port: dict[str, Any] | None, compiled: 
             f"{rpc['sigterm_busy_s'] * 1000:.0f} ms during a long call.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def page(table: str, command: str) -> str:
+    """`table` under a heading that says how, when and on what it was measured, since figures from
+    another machine or another load say little about this one."""
+    return "\n".join(
+        [
+            "# Benchmark figures",
+            "",
+            f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {machine()}. Each ratio is",
+            "against a baseline measured in the same run; absolute figures move with the machine's load,",
+            "ratios much less. docs/performance.md says what each benchmark measures and how to read it.",
+            "",
+            table,
+        ]
+    )
+
+
+def machine() -> str:
+    """CPUs, load, Python and torch (when installed) of the machine measuring."""
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    torch = sys.modules.get("torch")
+    version = f", torch {torch.__version__}" if torch is not None else ""
+    return (
+        f"{os.cpu_count()} CPUs ({platform.machine()}), load average {load} at the end, "
+        f"Python {platform.python_version()}{version}"
+    )

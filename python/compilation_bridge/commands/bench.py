@@ -2,7 +2,8 @@
 
 RPC against a bare grpcio servicer, the Erlang port against gRPC, compile (ours against plain
 torch.compile, cold and warm; compiled against eager; heartbeats during a compile) and the ref store;
-`--markdown PATH` also writes the table of ratios. Figures only: nothing is asserted.
+`--markdown PATH` also writes the table of ratios as a page (`scripts/bench.sh`: docs/figures.md).
+Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -98,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(figures, indent=2))
     if args.markdown:
-        from compilation_bridge.bench.table import markdown
+        from compilation_bridge.bench.table import markdown, page
 
         table = markdown(figures.get("rpc"), figures.get("port"), figures.get("compile"))
-        args.markdown.write_text(table)
+        args.markdown.write_text(page(table, "compilation-bridge bench " + " ".join(sys.argv[2:])))
         print(f"wrote {args.markdown}", file=sys.stderr)
     return 0
