@@ -10,6 +10,7 @@
 # Hex). Needs .venv and .oracle-venv (scripts/test.sh builds both).
 #
 # Usage: scripts/realclient_test.sh [mix test arguments]
+#        scripts/realclient_test.sh --prepare   (build and compile everything, run no test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=${REALCLIENT_KIT:-../shared/realclient}
@@ -27,4 +28,8 @@ export LANG="${LANG:-C.UTF-8}" LC_ALL="${LC_ALL:-C.UTF-8}"
 cd integration/snakepit
 MIX_ENV=test mix format --check-formatted
 MIX_ENV=test mix deps.compile >/dev/null 2>&1 || MIX_ENV=test mix deps.compile  # quiet unless it fails
+if [ "${1:-}" = "--prepare" ]; then
+  MIX_ENV=test mix compile
+  exit 0
+fi
 MIX_ENV=test mix test "$@"
