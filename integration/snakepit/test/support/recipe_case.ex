@@ -136,10 +136,17 @@ defmodule RealClient.RecipeCase do
       } do
         before = Pool.worker_pids(instance)
 
-        assert {:error, %Snakepit.Error{category: :timeout}} =
+        # Snakepit 0.13 runs two timers on this one deadline: its pool's (`category: :timeout`) and the
+        # gRPC call's (DEADLINE_EXCEEDED, reported as `category: :pool, reason: :timeout`). Which fires
+        # first depends on scheduling: a loaded machine gave the second in 4 of 15 runs. Either is the
+        # caller's timeout.
+        assert {:error, %Snakepit.Error{} = error} =
                  Runtime.call("compilation_bridge.testing", "sleep", [5],
                    __runtime__: [timeout: 1000]
                  )
+
+        assert error.category == :timeout or
+                 (error.category == :pool and error.details.reason == :timeout)
 
         {:ok, cc} = CC.new(nil, 3, nil, [])
         assert {:ok, 3} = CC.mode(cc)
