@@ -172,7 +172,7 @@ defmodule CompilationBridge.Worker do
 
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
     Logger.warning("compilation-bridge worker #{state.index} exited with status #{status}")
-    state = finish(%{state | port: nil}, {:error, {:worker_exit, {:exit_status, status}}})
+    state = stopping(%{state | port: nil}, {:error, {:worker_exit, {:exit_status, status}}})
     {:stop, {:shutdown, {:exit_status, status}}, state}
   end
 
@@ -182,7 +182,7 @@ defmodule CompilationBridge.Worker do
     )
 
     {:stop, {:shutdown, :request_timeout},
-     state |> abandon() |> finish({:error, :worker_timeout})}
+     state |> abandon() |> stopping({:error, :worker_timeout})}
   end
 
   def handle_info({:request_timeout, _stale}, state), do: {:noreply, state}
@@ -217,7 +217,7 @@ defmodule CompilationBridge.Worker do
       "compilation-bridge worker #{state.index} stopped reading: #{inspect(error["message"])}"
     )
 
-    {:stop, {:shutdown, :fatal_frame}, finish(state, {:error, {:python, error}})}
+    {:stop, {:shutdown, :fatal_frame}, stopping(state, {:error, {:python, error}})}
   end
 
   defp handle_frame(other, state) do
@@ -226,16 +226,29 @@ defmodule CompilationBridge.Worker do
     )
 
     {:stop, {:shutdown, :corrupt_frame},
-     state |> abandon() |> finish({:error, {:corrupt_frame, other}})}
+     state |> abandon() |> stopping({:error, {:corrupt_frame, other}})}
   end
 
-  defp finish(%{current: nil} = state, _result), do: state
+  # The request is answered and the worker is free for the next one.
+  defp finish(state, result) do
+    state = answer(state, result)
+    Pool.checkin(state.pool, state.index)
+    state
+  end
 
-  defp finish(%{current: current} = state, result) do
+  # The last answer of a worker about to stop: the pool forgets it now instead of at its :DOWN, so
+  # it never hands queued work to a worker that cannot run it.
+  defp stopping(state, result) do
+    state = answer(state, result)
+    Pool.retire(state.pool, state.index)
+    state
+  end
+
+  defp answer(%{current: nil} = state, _result), do: state
+
+  defp answer(%{current: current} = state, result) do
     if current.timer, do: Process.cancel_timer(current.timer)
     GenServer.reply(current.from, result)
-    # The pool learns the worker is free before it can learn that it stopped (same sender).
-    Pool.checkin(state.pool, state.index)
     %{state | current: nil}
   end
 
