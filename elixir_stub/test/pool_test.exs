@@ -295,14 +295,4 @@ defmodule CompilationBridge.PoolTest do
       Pool.Options.validate!(command: [])
     end
   end
-
-  defp wait_until(check, timeout \\ 30_000) do
-    deadline = System.monotonic_time(:millisecond) + timeout
-
-    Stream.repeatedly(fn ->
-      check.() || (System.monotonic_time(:millisecond) > deadline && flunk("condition not met")) ||
-        Process.sleep(20)
-    end)
-    |> Enum.find(&(&1 == true))
-  end
 end

@@ -7,16 +7,22 @@ defmodule CompilationBridge.Pool do
   `execute/3` is the runtime client `SnakeBridge.Runtime` calls (Snakepit's `execute/3` shape).
 
   Rules:
-    * one request at a time per worker; callers beyond that wait in a FIFO queue for at most
-      `:queue_timeout` ms (then `{:error, :queue_timeout}`);
+    * one request at a time per worker; callers beyond that wait in a FIFO queue
+      (`CompilationBridge.Pool.Queue`) for at most `:queue_timeout` ms, then get
+      `{:error, :queue_timeout}`. Deadlines are absolute (monotonic time) and one timer runs, for
+      the nearest; it is cancelled when no caller waits any more. A request past its deadline is
+      never dispatched, even when its timer has not fired yet;
+    * callers are monitored while they wait: a caller that exits is dropped from the queue, so no
+      worker runs work nobody waits for (once dispatched, a request runs to its end);
     * session affinity (option `:session_affinity`, default on): the first call of a session picks a
       free worker and the session stays on it, so its calls run in order on a worker that holds its
       objects already; later calls wait for that worker. Refs are in the workers' shared ref store, so
       with affinity off every call takes the first free worker and any worker serves any ref;
     * a worker that stops frees its sessions (their refs live on in the ref store: the next call of
       such a session gets another worker, which restores them); the caller of its request in flight
-      gets `{:error, {:worker_exit, reason}}`; its supervisor restarts it and the new process
-      registers itself;
+      gets `{:error, reason}` (`{:worker_exit, reason}` when its Python exits); its supervisor
+      restarts it and the new process registers itself. A worker that is about to stop tells the
+      pool first (`retire/2`), so no queued request is handed to it in between;
     * when workers fail to start and none is running, every waiting caller and every new call is
       answered at once with `{:error, {:no_worker_can_start, cause}}` (the cause is the Python's own
       error where there is one) instead of waiting out its queue timeout; restarts back off (1 s,
@@ -29,6 +35,7 @@ defmodule CompilationBridge.Pool do
 
   require Logger
 
+  alias CompilationBridge.Pool.Queue
   alias CompilationBridge.Worker
 
   @release_session "snakebridge.release_session"
@@ -105,6 +112,13 @@ defmodule CompilationBridge.Pool do
   @spec checkin(atom(), non_neg_integer()) :: :ok
   def checkin(pool, index), do: GenServer.cast(pool, {:checkin, index, self()})
 
+  @doc """
+  Called by a worker that is about to stop, after answering its request if it had one: the pool
+  forgets it at once (its sessions too) and hands it no more work.
+  """
+  @spec retire(atom(), non_neg_integer()) :: :ok
+  def retire(pool, index), do: GenServer.cast(pool, {:retire, index, self()})
+
   @doc "Called by a worker whose Python did not start, with the cause a person can act on."
   @spec start_failed(atom(), non_neg_integer(), String.t()) :: :ok
   def start_failed(pool, index, cause), do: GenServer.cast(pool, {:start_failed, index, cause})
@@ -125,7 +139,9 @@ defmodule CompilationBridge.Pool do
        workers: %{},
        idle: :queue.new(),
        sessions: %{},
-       queue: :queue.new(),
+       queue: Queue.new(),
+       # {timer reference, deadline} of the one timer, for the queue's nearest deadline
+       timer: nil,
        # consecutive failed starts per worker slot, and the last cause with when it was logged
        failures: %{},
        start_failure: nil
@@ -133,16 +149,7 @@ defmodule CompilationBridge.Pool do
   end
 
   @impl true
-  def handle_call({:execute, tool, payload, session, timeout, queue_timeout}, from, state) do
-    entry = %{
-      from: from,
-      tool: tool,
-      payload: payload,
-      session: session,
-      timeout: timeout,
-      ref: make_ref()
-    }
-
+  def handle_call({:execute, tool, _payload, session, _timeout, _queue} = request, from, state) do
     cond do
       tool == @release_session and state.options.session_affinity and
           not Map.has_key?(state.sessions, session) ->
@@ -152,9 +159,7 @@ defmodule CompilationBridge.Pool do
         {:reply, {:error, {:no_worker_can_start, state.start_failure.cause}}, state}
 
       true ->
-        timer_ms = queue_timeout || state.options.queue_timeout
-        Process.send_after(self(), {:queue_timeout, entry.ref}, timer_ms)
-        {:noreply, drain(%{state | queue: :queue.in(entry, state.queue)})}
+        state |> enqueue(request, from) |> drain() |> noreply()
     end
   end
 
@@ -168,7 +173,7 @@ defmodule CompilationBridge.Pool do
         %{index: index, pid: w.pid, os_pid: w.os_pid, busy: w.busy != nil}
       end
 
-    {:reply, %{workers: workers, queued: :queue.len(state.queue), sessions: state.sessions},
+    {:reply, %{workers: workers, queued: Queue.size(state.queue), sessions: state.sessions},
      state}
   end
 
@@ -185,14 +190,26 @@ defmodule CompilationBridge.Pool do
         start_failure: nil
     }
 
-    {:noreply, drain(state)}
+    state |> drain() |> noreply()
   end
 
   def handle_cast({:checkin, index, pid}, state) do
     case state.workers do
       %{^index => %{pid: ^pid} = worker} ->
         workers = Map.put(state.workers, index, %{worker | busy: nil})
-        {:noreply, drain(%{state | workers: workers, idle: :queue.in(index, state.idle)})}
+        drain(%{state | workers: workers, idle: :queue.in(index, state.idle)}) |> noreply()
+
+      _ ->
+        {:noreply, state}
+    end
+  end
+
+  def handle_cast({:retire, index, pid}, state) do
+    case state.workers do
+      %{^index => %{pid: ^pid} = worker} ->
+        Process.demonitor(worker.monitor, [:flush])
+        # Its caller has had the worker's own answer: nobody is left to tell.
+        {:noreply, drop_worker(state, index, %{worker | busy: nil}, :retired)}
 
       _ ->
         {:noreply, state}
@@ -205,27 +222,92 @@ defmodule CompilationBridge.Pool do
 
     if map_size(state.workers) == 0 do
       state = note_start_failure(state, cause, backoff(failures[index]))
-      {:noreply, fail_waiting(state, {:no_worker_can_start, cause})}
+      state |> fail_waiting({:no_worker_can_start, cause}) |> noreply()
     else
       {:noreply, state}
     end
   end
 
   @impl true
-  def handle_info({:queue_timeout, ref}, state) do
-    {timed_out, rest} = :queue.to_list(state.queue) |> Enum.split_with(&(&1.ref == ref))
-    Enum.each(timed_out, &GenServer.reply(&1.from, {:error, :queue_timeout}))
-    {:noreply, %{state | queue: :queue.from_list(rest)}}
+  # Only the current timer counts: one cancelled too late names another deadline, and is ignored.
+  def handle_info({:queue_deadline, deadline}, %{timer: {_ref, deadline}} = state) do
+    %{state | timer: nil} |> expire_due() |> noreply()
   end
 
   def handle_info({:DOWN, ref, :process, _pid, reason}, state) do
-    case Enum.find(state.workers, fn {_index, w} -> w.monitor == ref end) do
-      {index, worker} -> {:noreply, state |> drop_worker(index, worker, reason) |> drain()}
-      nil -> {:noreply, state}
+    case Queue.take(state.queue, ref) do
+      # A waiting caller exited: nobody waits for its answer, so its work is never dispatched.
+      {%{}, queue} -> noreply(%{state | queue: queue})
+      {nil, _queue} -> state |> worker_down(ref, reason) |> noreply()
     end
   end
 
   def handle_info(_other, state), do: {:noreply, state}
+
+  defp worker_down(state, ref, reason) do
+    case Enum.find(state.workers, fn {_index, w} -> w.monitor == ref end) do
+      {index, worker} -> state |> drop_worker(index, worker, reason) |> drain()
+      nil -> state
+    end
+  end
+
+  # Every callback that changes the queue answers through here, so the timer always follows it.
+  defp noreply(state), do: {:noreply, arm_timer(state)}
+
+  # ------------------------------------------------------------------------------------ the queue
+
+  # The monitor's reference is the entry's key: the caller's :DOWN names the entry to drop.
+  defp enqueue(state, {:execute, tool, payload, session, timeout, queue_timeout}, from) do
+    {caller, _tag} = from
+
+    entry = %{
+      key: Process.monitor(caller),
+      from: from,
+      tool: tool,
+      payload: payload,
+      session: session,
+      timeout: timeout,
+      deadline: now() + (queue_timeout || state.options.queue_timeout)
+    }
+
+    %{state | queue: Queue.push(state.queue, entry)}
+  end
+
+  # One timer, for the nearest deadline: kept while that deadline stays the nearest, cancelled when
+  # it changes or no caller waits any more.
+  defp arm_timer(state) do
+    case {Queue.next_deadline(state.queue), state.timer} do
+      {deadline, {_ref, deadline}} ->
+        state
+
+      {next, timer} ->
+        if timer, do: Process.cancel_timer(elem(timer, 0))
+        %{state | timer: next && {start_timer(next), next}}
+    end
+  end
+
+  defp start_timer(deadline),
+    do: Process.send_after(self(), {:queue_deadline, deadline}, deadline, abs: true)
+
+  defp expire_due(state) do
+    {expired, queue} = Queue.expire(state.queue, now())
+    Enum.each(expired, &answer(&1, {:error, :queue_timeout}))
+    %{state | queue: queue}
+  end
+
+  # Answers a caller that leaves the queue without being dispatched.
+  defp answer(entry, reply) do
+    Process.demonitor(entry.key, [:flush])
+    GenServer.reply(entry.from, reply)
+  end
+
+  defp leave(state, entry) do
+    Process.demonitor(entry.key, [:flush])
+    {^entry, queue} = Queue.take(state.queue, entry.key)
+    %{state | queue: queue}
+  end
+
+  defp now, do: System.monotonic_time(:millisecond)
 
   # ------------------------------------------------------------------------------------ start failures
 
@@ -258,8 +340,8 @@ defmodule CompilationBridge.Pool do
   end
 
   defp fail_waiting(state, reason) do
-    state.queue |> :queue.to_list() |> Enum.each(&GenServer.reply(&1.from, {:error, reason}))
-    %{state | queue: :queue.new()}
+    state.queue |> Queue.to_list() |> Enum.each(&answer(&1, {:error, reason}))
+    %{state | queue: Queue.new()}
   end
 
   # ------------------------------------------------------------------------------------ scheduling
@@ -277,31 +359,33 @@ defmodule CompilationBridge.Pool do
   end
 
   # Hands queued requests to free workers, oldest first; a request whose session is held by a busy
-  # worker keeps its place without blocking the requests behind it.
+  # worker keeps its place without blocking the requests behind it. Requests past their deadline are
+  # answered first, whether or not their timer has fired.
   defp drain(state) do
-    if :queue.is_empty(state.idle) or :queue.is_empty(state.queue) do
-      state
-    else
-      {kept, state} =
-        state.queue
-        |> :queue.to_list()
-        |> Enum.reduce({[], state}, fn entry, {kept, state} ->
-          case pick(state, entry) do
-            nil -> {[entry | kept], state}
-            index -> {kept, start(state, entry, index)}
-          end
-        end)
+    state = expire_due(state)
 
-      %{state | queue: :queue.from_list(Enum.reverse(kept))}
+    if :queue.is_empty(state.idle),
+      do: state,
+      else: Enum.reduce_while(Queue.to_list(state.queue), state, &dispatch_next/2)
+  end
+
+  defp dispatch_next(entry, state) do
+    cond do
+      :queue.is_empty(state.idle) -> {:halt, state}
+      # Its :DOWN may still be behind us in the mailbox: the caller is gone all the same.
+      not caller_alive?(entry.from) -> {:cont, leave(state, entry)}
+      index = pick(state, entry) -> {:cont, state |> leave(entry) |> start(entry, index)}
+      true -> {:cont, state}
     end
   end
 
+  defp caller_alive?({pid, _tag}) when node(pid) == node(), do: Process.alive?(pid)
+  defp caller_alive?(_remote), do: true
+
   defp pick(state, entry) do
-    cond do
-      :queue.is_empty(state.idle) -> nil
-      not state.options.session_affinity -> first_idle(state)
-      true -> pick_for_session(state, entry)
-    end
+    if state.options.session_affinity,
+      do: pick_for_session(state, entry),
+      else: first_idle(state)
   end
 
   defp pick_for_session(state, entry) do

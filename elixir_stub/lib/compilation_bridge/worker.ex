@@ -3,9 +3,13 @@ defmodule CompilationBridge.Worker do
   A process that owns one Python worker behind an Erlang port and runs one request at a time.
 
   Life cycle: the port is opened after `init/1` returns (so a pool starts without waiting for
-  Python), the worker waits for the `ready` event, then registers with its pool. From then on the
+  Python). The worker is then `:starting`: it waits for the `ready` event as an ordinary message,
+  under a `:startup_timeout` timer, so shutdown, `:sys` calls and other messages are served
+  meanwhile, and a request dispatched to it already is refused at once with
+  `{:error, :worker_starting}`. Once ready (`:ready`) it registers with its pool. From then on the
   pool hands it one request at a time (`dispatch/5`); the reply goes straight to the caller and the
-  worker tells the pool it is free again.
+  worker tells the pool it is free again. The request in flight is a
+  `CompilationBridge.Worker.InFlight`.
 
   Whatever goes wrong with the Python side ends this process, and its supervisor starts a fresh one:
   the Python process exits (crash, `kill -9`), a request runs past its timeout (the Python process
@@ -18,17 +22,11 @@ defmodule CompilationBridge.Worker do
 
   require Logger
 
-  alias CompilationBridge.{Frame, Pool}
+  alias CompilationBridge.{Frame, Pool, Python}
+  alias CompilationBridge.Worker.InFlight
 
-  # How long the diagnosis of a Python that did not start may take (one `python -c "import ..."`).
-  @diagnosis_timeout 30_000
-
-  @type request :: %{
-          id: non_neg_integer(),
-          from: GenServer.from(),
-          timer: reference(),
-          chunks: list()
-        }
+  @typedoc "`:starting` until Python's `ready` event, then `:ready`."
+  @type phase :: :starting | :ready
 
   @doc false
   def child_spec(opts) do
@@ -47,7 +45,8 @@ defmodule CompilationBridge.Worker do
 
   @doc """
   Sends a request; the reply (`{:ok, result}` or `{:error, reason}`) goes to `from`.
-  Only the pool calls this, and only when the worker is free.
+  Only the pool calls this, and only when the worker is free; a worker that is still starting
+  answers `{:error, :worker_starting}`, a busy one `{:error, :worker_busy}`.
   """
   @spec dispatch(pid(), GenServer.from(), String.t(), map(), timeout()) :: :ok
   def dispatch(worker, from, tool, payload, timeout) do
@@ -64,6 +63,8 @@ defmodule CompilationBridge.Worker do
       pool: Keyword.fetch!(opts, :pool),
       index: Keyword.fetch!(opts, :index),
       options: Keyword.fetch!(opts, :options),
+      phase: :starting,
+      start_timer: nil,
       port: nil,
       os_pid: nil,
       session: nil,
@@ -87,75 +88,42 @@ defmodule CompilationBridge.Worker do
 
   def handle_continue(:open, state), do: open(state)
 
+  # The port is opened and the `ready` event awaited in handle_info/2, never in a blocking receive:
+  # a worker that waits for Python must still obey its supervisor and answer system messages.
   defp open(state) do
-    with {:ok, port} <- open_port(state.options),
-         {:ok, ready} <- await_ready(port, state.options.startup_timeout) do
-      # The port's own view of the OS pid: the process we must kill, whatever the frame claims.
-      os_pid = os_pid_of(port) || ready["pid"]
-      session = "port_worker_#{state.index}_#{System.unique_integer([:positive])}"
-      Pool.register(state.pool, state.index, self(), os_pid)
-      {:noreply, %{state | port: port, os_pid: os_pid, session: session}}
-    else
-      {:error, reason, port} ->
-        abandon(%{state | port: port, os_pid: os_pid_of(port)})
-        start_failed(state, reason)
+    case open_port(state.options) do
+      {:ok, port} ->
+        timer = Process.send_after(self(), :startup_timeout, state.options.startup_timeout)
+        {:noreply, %{state | port: port, os_pid: os_pid_of(port), start_timer: timer}}
 
       {:error, reason} ->
         start_failed(state, reason)
     end
   end
 
+  defp ready(state, ready) do
+    Process.cancel_timer(state.start_timer)
+    # The port's own view of the OS pid: the process we must kill, whatever the frame claims.
+    os_pid = state.os_pid || ready["pid"]
+    session = "port_worker_#{state.index}_#{System.unique_integer([:positive])}"
+    Pool.register(state.pool, state.index, self(), os_pid)
+
+    {:noreply, %{state | phase: :ready, start_timer: nil, os_pid: os_pid, session: session}}
+  end
+
   # The pool hears why (it answers waiting callers with it, and logs it); the supervisor restarts us.
   defp start_failed(state, reason) do
-    Pool.start_failed(state.pool, state.index, diagnose(reason, state.options))
+    Pool.start_failed(state.pool, state.index, Python.diagnose(reason, state.options))
     {:stop, {:shutdown, {:startup_failed, reason}}, state}
   end
 
-  @doc false
-  # A cause a person can act on: Python's own error where the interpreter ran at all.
-  @spec diagnose(term(), map()) :: String.t()
-  def diagnose({:cannot_spawn, exe, :enoent}, _options), do: "#{exe}: no such executable"
-
-  def diagnose({:cannot_spawn, exe, reason}, _options),
-    do: "cannot run #{exe}: #{inspect(reason)}"
-
-  def diagnose({:exit_status, status}, options) do
-    case python_error(options) do
-      nil -> "the worker exited with status #{status} before it was ready"
-      error -> "the worker exited with status #{status} before it was ready: #{error}"
-    end
-  end
-
-  def diagnose(:startup_timeout, options),
-    do: "the worker was not ready within #{options.startup_timeout} ms"
-
-  def diagnose(other, _options), do: "the worker did not start: #{inspect(other, limit: 20)}"
-
-  # The last line of what the interpreter says when asked to import the worker (a traceback's last
-  # line is the exception), or nil when that import works or the command is not a Python worker.
-  defp python_error(%{command: [exe | args]}) do
-    if "compilation_bridge" in args do
-      task =
-        Task.async(fn ->
-          System.cmd(exe, ["-c", "import compilation_bridge.transport.port"],
-            stderr_to_stdout: true
-          )
-        end)
-
-      case Task.yield(task, @diagnosis_timeout) || Task.shutdown(task, :brutal_kill) do
-        {:ok, {output, status}} when status != 0 -> last_line(output)
-        _ -> nil
-      end
-    end
-  rescue
-    ErlangError -> nil
-  end
-
-  defp last_line(output) do
-    output |> String.split("\n", trim: true) |> List.last()
-  end
-
   @impl true
+  # Only a caller that bypasses the pool can get here: the pool knows a worker once it is ready.
+  def handle_cast({:dispatch, from, _tool, _payload, _timeout}, %{phase: :starting} = state) do
+    GenServer.reply(from, {:error, :worker_starting})
+    {:noreply, state}
+  end
+
   def handle_cast({:dispatch, from, tool, payload, timeout}, %{current: nil} = state) do
     id = state.next_id
 
@@ -166,8 +134,7 @@ defmodule CompilationBridge.Worker do
         timer =
           if timeout != :infinity, do: Process.send_after(self(), {:request_timeout, id}, timeout)
 
-        current = %{id: id, from: from, timer: timer, chunks: []}
-        {:noreply, %{state | next_id: id + 1, current: current}}
+        {:noreply, %{state | next_id: id + 1, current: InFlight.new(id, from, timer)}}
 
       {:error, reason} ->
         # Nothing was sent: the worker is still free.
@@ -184,13 +151,28 @@ defmodule CompilationBridge.Worker do
   end
 
   @impl true
+  def handle_info({port, {:data, body}}, %{port: port, phase: :starting} = state) do
+    case Frame.decode(body) do
+      {:ready, ready} -> ready(state, ready)
+      other -> state |> abandon() |> start_failed({:unexpected_first_frame, other})
+    end
+  end
+
   def handle_info({port, {:data, body}}, %{port: port} = state) do
     body |> Frame.decode() |> handle_frame(state)
   end
 
+  def handle_info({port, {:exit_status, status}}, %{port: port, phase: :starting} = state) do
+    start_failed(%{state | port: nil}, {:exit_status, status})
+  end
+
+  def handle_info(:startup_timeout, %{phase: :starting} = state) do
+    state |> abandon() |> start_failed(:startup_timeout)
+  end
+
   def handle_info({port, {:exit_status, status}}, %{port: port} = state) do
     Logger.warning("compilation-bridge worker #{state.index} exited with status #{status}")
-    state = finish(%{state | port: nil}, {:error, {:worker_exit, {:exit_status, status}}})
+    state = stopping(%{state | port: nil}, {:error, {:worker_exit, {:exit_status, status}}})
     {:stop, {:shutdown, {:exit_status, status}}, state}
   end
 
@@ -200,7 +182,7 @@ defmodule CompilationBridge.Worker do
     )
 
     {:stop, {:shutdown, :request_timeout},
-     state |> abandon() |> finish({:error, :worker_timeout})}
+     state |> abandon() |> stopping({:error, :worker_timeout})}
   end
 
   def handle_info({:request_timeout, _stale}, state), do: {:noreply, state}
@@ -217,8 +199,8 @@ defmodule CompilationBridge.Worker do
 
   # ------------------------------------------------------------------------------------ frames
 
-  defp handle_frame({:reply, id, result}, %{current: %{id: id}} = state) do
-    {:noreply, finish(state, translate(result, state.current))}
+  defp handle_frame({:reply, id, result}, %{current: %InFlight{id: id} = current} = state) do
+    {:noreply, finish(state, InFlight.result(current, result))}
   end
 
   # A frame the Python side could not read is answered without an id: it belongs to our request.
@@ -226,8 +208,8 @@ defmodule CompilationBridge.Worker do
     {:noreply, finish(state, {:error, {:python, error}})}
   end
 
-  defp handle_frame({:chunk, id, item}, %{current: %{id: id} = current} = state) do
-    {:noreply, %{state | current: %{current | chunks: [item | current.chunks]}}}
+  defp handle_frame({:chunk, id, item}, %{current: %InFlight{id: id} = current} = state) do
+    {:noreply, %{state | current: InFlight.add_chunk(current, item)}}
   end
 
   defp handle_frame({:fatal, error}, state) do
@@ -235,7 +217,7 @@ defmodule CompilationBridge.Worker do
       "compilation-bridge worker #{state.index} stopped reading: #{inspect(error["message"])}"
     )
 
-    {:stop, {:shutdown, :fatal_frame}, finish(state, {:error, {:python, error}})}
+    {:stop, {:shutdown, :fatal_frame}, stopping(state, {:error, {:python, error}})}
   end
 
   defp handle_frame(other, state) do
@@ -244,21 +226,29 @@ defmodule CompilationBridge.Worker do
     )
 
     {:stop, {:shutdown, :corrupt_frame},
-     state |> abandon() |> finish({:error, {:corrupt_frame, other}})}
+     state |> abandon() |> stopping({:error, {:corrupt_frame, other}})}
   end
 
-  # A stream's chunks are the result; its final reply only counts them.
-  defp translate({:ok, _count}, %{chunks: [_ | _] = chunks}), do: {:ok, Enum.reverse(chunks)}
-  defp translate({:ok, result}, _current), do: {:ok, result}
-  defp translate({:error, error}, _current), do: {:error, {:python, error}}
+  # The request is answered and the worker is free for the next one.
+  defp finish(state, result) do
+    state = answer(state, result)
+    Pool.checkin(state.pool, state.index)
+    state
+  end
 
-  defp finish(%{current: nil} = state, _result), do: state
+  # The last answer of a worker about to stop: the pool forgets it now instead of at its :DOWN, so
+  # it never hands queued work to a worker that cannot run it.
+  defp stopping(state, result) do
+    state = answer(state, result)
+    Pool.retire(state.pool, state.index)
+    state
+  end
 
-  defp finish(%{current: current} = state, result) do
+  defp answer(%{current: nil} = state, _result), do: state
+
+  defp answer(%{current: current} = state, result) do
     if current.timer, do: Process.cancel_timer(current.timer)
     GenServer.reply(current.from, result)
-    # The pool learns the worker is free before it can learn that it stopped (same sender).
-    Pool.checkin(state.pool, state.index)
     %{state | current: nil}
   end
 
@@ -303,21 +293,6 @@ defmodule CompilationBridge.Worker do
   end
 
   defp exe_name(options), do: hd(options.command)
-
-  defp await_ready(port, timeout) do
-    receive do
-      {^port, {:data, body}} ->
-        case Frame.decode(body) do
-          {:ready, ready} -> {:ok, ready}
-          other -> {:error, {:unexpected_first_frame, other}, port}
-        end
-
-      {^port, {:exit_status, status}} ->
-        {:error, {:exit_status, status}}
-    after
-      timeout -> {:error, :startup_timeout, port}
-    end
-  end
 
   defp close_and_wait(state) do
     close_quietly(state.port)

@@ -70,6 +70,9 @@ defmodule Snakepit.Error do
   def normalize_public_error(:worker_busy, metadata),
     do: pool_error("Preferred worker is busy", Map.put(metadata, :reason, :worker_busy))
 
+  def normalize_public_error(:worker_starting, metadata),
+    do: pool_error("Worker is starting", Map.put(metadata, :reason, :worker_starting))
+
   def normalize_public_error(:no_workers_available, metadata),
     do: pool_error("No workers available", Map.put(metadata, :reason, :no_workers_available))
 

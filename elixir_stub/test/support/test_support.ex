@@ -36,4 +36,33 @@ defmodule CompilationBridge.TestSupport do
 
   @doc "Sends SIGKILL to an OS process."
   def kill9(os_pid), do: System.cmd("kill", ["-9", Integer.to_string(os_pid)])
+
+  @doc "Waits (up to `timeout` ms) until `check` returns true; fails the test otherwise."
+  def wait_until(check, timeout \\ 30_000) do
+    deadline = System.monotonic_time(:millisecond) + timeout
+
+    Stream.repeatedly(fn ->
+      check.() ||
+        (System.monotonic_time(:millisecond) > deadline &&
+           ExUnit.Assertions.flunk("condition not met")) ||
+        Process.sleep(20)
+    end)
+    |> Enum.find(&(&1 == true))
+  end
+
+  @doc "The pid of worker `index` of pool `name`, whether it has registered or is still starting."
+  def worker_pid(name, index \\ 0) do
+    supervisor = Module.concat(Pool.server(name), Supervisor)
+    {:workers, workers, _, _} = List.keyfind(Supervisor.which_children(supervisor), :workers, 0)
+
+    {_, pid, _, _} =
+      List.keyfind(Supervisor.which_children(workers), {CompilationBridge.Worker, index}, 0)
+
+    pid
+  end
+
+  @doc "Whether an OS process is alive (`kill -0`)."
+  def os_process_alive?(os_pid) do
+    match?({_, 0}, System.cmd("kill", ["-0", Integer.to_string(os_pid)], stderr_to_stdout: true))
+  end
 end
