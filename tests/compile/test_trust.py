@@ -23,6 +23,7 @@ from compilation_bridge.compile.authenticated import (
     seal,
     write_authenticated,
 )
+from compilation_bridge.compile.bundle import MANIFEST, PAYLOAD
 from compilation_bridge.compile.files import UnsafeRootError, atomic_write_text, check_allowed
 from compilation_bridge.safe_files import read_bytes
 from compilation_bridge.settings import ALLOWED_ROOTS_ENV, get_settings, reload_settings
@@ -333,9 +334,9 @@ def test_a_tampered_artifact_is_compiled_again_not_loaded(root: Path, tmp_path: 
     marker = tmp_path / "pwned"
     artifact = local / ARTIFACT
     artifact.write_bytes(_evil_artifact(artifact.read_bytes(), marker))  # index and MAC left as they were
-    # The warm-start bundle holds its own authenticated copy of every artifact and would load that;
+    # The bundle holds its own authenticated copy of every artifact and would load that;
     # without it the next start takes the per-piece path, which must refuse the tampered file.
-    for name in ("warm_start.json", "warm_start.pkl"):
+    for name in (MANIFEST, PAYLOAD):
         (local / name).unlink()
 
     again = compile_model(_inductor(root / "c"), model="single-attention", max_num_tokens=8)

@@ -22,15 +22,26 @@ import torch
 import torch.fx as fx
 from torch._dispatch.python import enable_python_dispatcher
 
-from compilation_bridge.compile import progress, warm
+from compilation_bridge.compile import progress
 from compilation_bridge.compile.authenticated import read_authenticated, write_authenticated
+from compilation_bridge.compile.bundle import (
+    GUARDS_DROPPED,
+    Bundle,
+    BundledForward,
+    BundleStatus,
+    MadeFor,
+    PieceRecord,
+    Unavailable,
+    range_key,
+)
 from compilation_bridge.compile.compiler import CompilerManager, is_compile_cache_enabled
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CUDAGraphWrapper
 from compilation_bridge.compile.files import atomic_write_text, check_allowed, make_dirs
-from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend, is_tracing_only
+from compilation_bridge.compile.piecewise import PieceContext, PiecewiseBackend, is_tracing_only, tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.split import SplitItem, split_graph
+from compilation_bridge.compile.trace_record import TraceRecord, input_meta
 from compilation_bridge.settings import (
     INDUCTOR_CACHE_DIR_ENV,
     compiled_code_env,
@@ -91,18 +102,15 @@ class VllmBackend:
         self.partition_ops = plan.splitting_ops if plan.use_inductor_graph_partition else None
         self.prepared = False
         self.called = False
-        self.trace_start_time = time.time()
+        self._trace_started = time.time()
         self.cache_status = "not prepared"
+        self.disable_cache = True  # until `prepare` finds a cache directory to use
         self.piecewise_graphs: list[SplitItem] = []
         self.piecewise_backends: list[PiecewiseBackend] = []
-        # What the warm-start bundle needs from the trace (warm.py): where each graph input comes
-        # from, how the forward's result is made from the graph's, the inputs' dtypes and ranks.
-        self.warm_start = warm.WarmStart()
-        self.aot_inputs: list[Any] | None = None
-        self.aot_output: str | None = None
-        self.aot_input_meta: list[list[Any]] | None = None
-        self.aot_error: str | None = None
-        self.last_trace_output: Any = None
+        # What a bundle needs from the trace (compile/trace_record.py), and whether one was used or saved.
+        self.trace_record = TraceRecord()
+        self._bundle_status = BundleStatus()
+        self._trace_output: Any = None  # the graph's output in the trace, until the forward returns
 
     # -- hashes and directories ------------------------------------------------------------------
 
@@ -203,14 +211,11 @@ class VllmBackend:
         assert not self.called, "VllmBackend can only be called once"
         cc = self.plan.compilation_config
         bump(self.counter, "num_graphs_seen")
-        dynamo_time = time.time() - self.trace_start_time
+        dynamo_time = time.time() - self._trace_started
         cc.compilation_time += dynamo_time
         progress.emit("dynamo_traced", seconds=round(dynamo_time, 6))
 
-        try:
-            self.aot_inputs = warm.describe_inputs(graph)
-        except warm.Unavailable as e:
-            self.aot_error = str(e)
+        self.trace_record = TraceRecord.of_graph(graph)
         fx_split_ops = [] if self.plan.use_inductor_graph_partition else self.plan.splitting_ops
         self.split_gm, self.piecewise_graphs = split_graph(graph, fx_split_ops)
         bump(self.counter, "num_piecewise_graphs_seen", len(self.piecewise_graphs))
@@ -230,17 +235,17 @@ class VllmBackend:
     def _call_split_graph(self, *args: Any) -> Any:
         out = self.split_gm(*args)
         if is_tracing_only():
-            self.last_trace_output = out  # the trace's output, to learn Dynamo's epilogue (warm.py)
+            self._trace_output = out  # to learn Dynamo's epilogue once the forward returns (`trace`)
         return out
 
-    def record_trace(self, example_args: tuple[Any, ...], forward_out: Any) -> None:
-        """After the trace: how the forward's result is made from the graph's, for the bundle."""
-        graph_out, self.last_trace_output = self.last_trace_output, None
-        self.aot_input_meta = warm.input_meta(example_args)
-        try:
-            self.aot_output = warm.output_structure(forward_out, graph_out)
-        except warm.Unavailable as e:
-            self.aot_error = self.aot_error or str(e)
+    def trace(self, forward: Callable[..., Any], example_args: tuple[Any, ...]) -> None:
+        """Call `forward` (torch.compile with this backend) once, so that Dynamo traces and calls this
+        backend, compiling no piece; then record how the forward's result is made from the graph's."""
+        self._trace_started = time.time()
+        with tracing_only(), torch.no_grad():
+            forward_out = forward(*example_args)
+        graph_out, self._trace_output = self._trace_output, None
+        self.trace_record = self.trace_record.with_result(example_args, forward_out, graph_out)
 
     def install_piece(self, split_gm: torch.nn.Module, name: str, piece: PiecewiseBackend) -> None:
         """Put `piece` where the split graph calls submodule `name` (in a CUDA graph wrapper if asked)."""
@@ -297,8 +302,134 @@ class VllmBackend:
 
     def end_monitoring(self) -> None:
         progress.emit("all_ranges_compiled", compilation_time_s=self.plan.compilation_config.compilation_time)
-        if not self.warm_start.used:
-            warm.save(self)  # every range and size is ready: the next process need not trace
+        if not self._bundle_status.used:
+            self._save_bundle()  # every range and size is ready: the next process need not trace
+
+    # -- bundles (compile/bundle.py) -------------------------------------------------------------
+
+    def bundle_dir(self) -> Path:
+        """Where this backend's bundle lies: its cache directory, when the cache is on."""
+        if self.disable_cache:
+            raise Unavailable(f"the compile cache is off ({self.cache_status})")
+        return Path(self.local_cache_dir)
+
+    def made_for(self, example_args: tuple[Any, ...]) -> MadeFor:
+        """What a bundle must have been made for to be used here with these arguments."""
+        return self._made_for(input_meta(example_args))
+
+    def _made_for(self, meta: list[list[Any]]) -> MadeFor:
+        shapes = self.plan.compilation_config.dynamic_shapes_config
+        guards = "shape guards kept" if shapes is not None and shapes.evaluate_guards else GUARDS_DROPPED
+        hashes = json.loads(json.dumps(self.hashes))  # as a bundle's manifest holds them
+        return MadeFor(torch.__version__, hashes, guards, self.compiler_manager.compiler.name, meta)
+
+    def capture_bundle(self) -> Bundle:
+        """This compile as a bundle (once every piece has every range and size), or `Unavailable`."""
+        trace, pieces = self.trace_record, self.piecewise_backends
+        made_for = self._made_for(trace.input_meta or [])
+        return Bundle.capture(self.split_gm, pieces, trace, made_for, self.compiler_manager)
+
+    def _save_bundle(self) -> None:
+        """Capture and write the bundle; failures are reported or logged, never raised."""
+        try:
+            directory = self.bundle_dir()  # first: with the cache off, the reason is that
+            self.capture_bundle().write(directory)
+            self._bundle_status.saved = True
+        except Unavailable as e:
+            self._bundle_status.reason = f"no bundle saved: {e}"
+        except Exception as e:  # a bundle is an optimisation: failing to write it must not fail a run
+            logger.warning("bundle not written: %s", e)
+
+    def adopt(self, bundle: Bundle, module: torch.nn.Module, *, started: float) -> BundledForward:
+        """Install `bundle` in place of a trace (no Dynamo, no split, no compile) and return the forward
+        that calls it for `module`. All or nothing: on any error this backend is as it was.
+        `started` (a `time.perf_counter()`) is when reading the bundle began: the warm start's time."""
+        gm, artifacts = bundle.unpack()
+        bundle.seed_vec_isa()
+        with progress.step("warm_start", num_pieces=len(bundle.pieces)):
+            pieces = [
+                self._adopt_piece(gm, record, len(bundle.pieces), artifacts[record.index])
+                for record in bundle.pieces
+            ]
+        forward = bundle.forward(gm, module)
+        loaded = sum(len(artifacts[p.piecewise_compile_index]) for p in pieces)
+        # as vLLM (and the traced path): a piece obtained from a cache counts as a backend compilation
+        bump(self.counter, "num_backend_compilations", sum(len(p.range_entries) for p in pieces))
+        bump(self.counter, "num_compiled_artifacts_loaded", loaded)
+        for piece in pieces:
+            self.install_piece(gm, piece.submod_name, piece)
+        self.piecewise_backends, self.split_gm, self.called = pieces, gm, True
+        compiled = {piece.submod_name for piece in pieces}
+        self.piecewise_graphs = [
+            SplitItem(name, i, name not in compiled, child)  # type: ignore[arg-type]
+            for i, (name, child) in enumerate(gm.named_children())
+        ]
+        seconds = time.perf_counter() - started
+        self._bundle_status = BundleStatus(True, "loaded the bundle: no trace, no split, no compile", seconds)
+        self.plan.compilation_config.compilation_time += seconds
+        return forward
+
+    def _adopt_piece(
+        self, gm: fx.GraphModule, record: PieceRecord, num_pieces: int, artifacts: dict[str, bytes]
+    ) -> PiecewiseBackend:
+        """The piece `record` names, with every range and size loaded from the bundle's artifacts."""
+        graph = getattr(gm, record.name)
+        context, shapes, tensors = self.piece_context(), record.sym_shape_indices, record.tensor_indices
+        piece = PiecewiseBackend(graph, record.index, num_pieces, shapes, context, tensors, record.name)
+        if sorted(range_key(r) for r in piece.range_entries) != record.ranges:
+            raise Unavailable("bundle was made for other compile ranges or sizes")
+        compiler = self.compiler_manager.compiler
+        for compile_range, entry in piece.range_entries.items():
+            # an eager piece is its own graph; any other is its artifact, loaded from the verified bytes
+            eager = compiler.name == "eager"
+            entry.runnable = (
+                graph if eager else compiler.load_bytes(artifacts[range_key(compile_range)], graph)
+            )
+            entry.compiled = True
+        piece.to_be_compiled_ranges.clear()
+        return piece
+
+    def decline(self, error: Exception) -> None:
+        """No bundle is used (today's path compiles); `error` is why, for the report."""
+        if isinstance(error, Unavailable):
+            self._bundle_status.reason = str(error)
+            return
+        logger.warning("bundle unusable, compiling instead: %s", error)
+        self._bundle_status.reason = f"bundle unusable: {type(error).__name__}: {error}"
+
+    # -- what a compiled model asks ---------------------------------------------------------------
+
+    @property
+    def has_pieces(self) -> bool:
+        """Whether the graph is split (traced or adopted) into at least one compiled piece."""
+        return bool(self.piecewise_backends)
+
+    def range_for(self, num_tokens: int) -> Range | None:
+        """The compile range (or exact size) a call with `num_tokens` tokens runs in; None when no
+        piece covers it (or there is no piece yet). Every piece dispatches alike: the first answers."""
+        if not self.piecewise_backends:
+            return None
+        entry = self.piecewise_backends[0].find_range_for_shape(num_tokens)
+        return None if entry is None else entry.compile_range
+
+    def summary(self) -> dict[str, Any]:
+        """What `CompiledModel.report()` says of this backend: pieces, ranges compiled, cache, bundle."""
+        return {
+            "num_pieces": len(self.piecewise_graphs),
+            "num_compiled_pieces": sum(not p.is_splitting_graph for p in self.piecewise_graphs),
+            "compiled_ranges": self._compiled_ranges(),
+            "local_cache_dir": getattr(self, "local_cache_dir", None),
+            "cache_enabled": not self.disable_cache,
+            "cache_status": self.cache_status,
+            "warm_start": self._bundle_status.as_dict(),
+        }
+
+    def _compiled_ranges(self) -> list[list[int]]:
+        # the last piece compiles a range last: what it has, every piece has
+        if not self.piecewise_backends:
+            return []
+        entries = self.piecewise_backends[-1].range_entries.values()
+        return sorted([e.compile_range.start, e.compile_range.end] for e in entries if e.compiled)
 
 
 class _PiecewiseCompileInterpreter(torch.fx.Interpreter):

@@ -218,8 +218,8 @@ class InductorStandaloneAdaptor(CompilerInterface):
         return run
 
     def load_bytes(self, data: bytes, graph: fx.GraphModule) -> Callable[..., Any]:
-        """An artifact saved in the "binary" format, from bytes the caller has verified (the warm-start
-        bundle): the same steps as `CompiledArtifact.load`, which would read the file again itself."""
+        """An artifact saved in the "binary" format, from bytes the caller has verified (a bundle's):
+        the same steps as `CompiledArtifact.load`, which would read the file again itself."""
         from torch._inductor.codecache import torch_key
         from torch._inductor.compile_fx import graph_returns_tuple
         from torch._inductor.standalone_compile import CacheCompiledArtifact
@@ -300,6 +300,20 @@ class CompilerManager:
         data = {((r.start, r.end), i, n): h for (r, i, n), h in self.cache.items()}
         text = pprint.PrettyPrinter(indent=4).pformat(data) + "\n"
         write_authenticated(self.index_path, text.encode())
+
+    def artifact_file(self, compile_range: Range, graph_index: int) -> str | None:
+        """Where the artifact compiled for this range and piece lies, as one file (what a bundle copies);
+        None for the eager compiler, whose piece is its own graph. LookupError when there is no such
+        file: not in the index, or saved in the "unpacked" format, which makes a folder."""
+        if self.compiler.name == "eager":
+            return None
+        if getattr(self.compiler, "save_format", "binary") != "binary":
+            raise LookupError("artifacts saved in the 'unpacked' format are directories, not bundled")
+        handle = self.cache.get((compile_range, graph_index, self.compiler.name))
+        if handle is None:
+            raise LookupError(f"piece {graph_index} for {compile_range} is not in the compile cache")
+        # beside the index, never at a path read from it (as `load`)
+        return os.path.join(self.cache_dir, os.path.basename(handle[0]))
 
     def load(
         self, graph: fx.GraphModule, graph_index: int, compile_range: Range

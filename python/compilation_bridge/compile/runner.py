@@ -23,11 +23,11 @@ import torch
 from torch import nn
 
 from compilation_bridge.busy import BusyError
-from compilation_bridge.compile import budgets, ops, progress, reference_models, warm
+from compilation_bridge.compile import budgets, ops, progress, reference_models
 from compilation_bridge.compile.backend import VllmBackend, check_inductor_cache_dir
+from compilation_bridge.compile.bundle import Bundle, BundledForward
 from compilation_bridge.compile.counters import CompilationCounter, bump
 from compilation_bridge.compile.cudagraph import CudagraphPlan, CUDAGraphWrapper, forward_context
-from compilation_bridge.compile.piecewise import tracing_only
 from compilation_bridge.compile.plan import CompilePlan, make_plan
 from compilation_bridge.compile.wrapper import CompiledForward
 from compilation_bridge.settings import max_run_elements
@@ -85,7 +85,7 @@ class CompiledModel:
         options: dict[str, Any],
         model: nn.Module,
         plan: CompilePlan,
-        forward: CompiledForward | warm.LoadedForward,
+        forward: CompiledForward | BundledForward,
         backend: VllmBackend | None,
         counter: CompilationCounter,
         device: torch.device,
@@ -120,11 +120,10 @@ class CompiledModel:
     def _check_tokens(self, num_tokens: int) -> None:
         if isinstance(num_tokens, bool) or not isinstance(num_tokens, int):
             raise TypeError(f"num_tokens must be an int, got {num_tokens!r}")
-        if self.backend is not None and self.backend.piecewise_backends:
-            piece = self.backend.piecewise_backends[0]
+        if self.backend is not None and self.backend.has_pieces:
             # vLLM's assertion, raised before any piece runs
-            assert piece.find_range_for_shape(num_tokens) is not None, (
-                f"Shape: {num_tokens} out of considered ranges: {piece.compile_ranges}"
+            assert self.backend.range_for(num_tokens) is not None, (
+                f"Shape: {num_tokens} out of considered ranges: {list(self.plan.compile_ranges)}"
             )
         elif not 1 <= num_tokens <= self.plan.max_num_tokens:
             raise ValueError(f"num_tokens must be between 1 and max_num_tokens={self.plan.max_num_tokens}")
@@ -151,10 +150,7 @@ class CompiledModel:
         inputs = self._inputs(size)
         with progress.step("trace", mode=self.plan.mode.name, num_tokens=size):
             if self.backend is not None:
-                self.backend.trace_start_time = time.time()
-                with tracing_only(), torch.no_grad():
-                    out = self.forward(*inputs)
-                self.backend.record_trace(inputs, out)
+                self.backend.trace(self.forward, inputs)
             else:
                 with torch.no_grad():
                     self.forward(*inputs)
@@ -258,10 +254,8 @@ class CompiledModel:
         return statistics.median(a), statistics.median(b), len(a)
 
     def _dispatched_to(self, num_tokens: int) -> list[int] | None:
-        if self.backend is None or not self.backend.piecewise_backends:
-            return None
-        entry = self.backend.piecewise_backends[0].find_range_for_shape(num_tokens)
-        return None if entry is None else [entry.compile_range.start, entry.compile_range.end]
+        found = None if self.backend is None else self.backend.range_for(num_tokens)
+        return None if found is None else [found.start, found.end]
 
     def _sync(self) -> None:
         if self.device.type == "cuda":
@@ -270,16 +264,8 @@ class CompiledModel:
     # -- reporting -------------------------------------------------------------------------------
 
     def report(self) -> dict[str, Any]:
-        plan, cc, backend = self.plan, self.plan.compilation_config, self.backend
-        pieces = backend.piecewise_graphs if backend is not None else []
-        compiled_ranges: list[list[int]] = []
-        if backend is not None and backend.piecewise_backends:
-            last = backend.piecewise_backends[-1]
-            compiled_ranges = sorted(
-                [e.compile_range.start, e.compile_range.end]
-                for e in last.range_entries.values()
-                if e.compiled
-            )
+        plan, cc = self.plan, self.plan.compilation_config
+        backend = self.backend.summary() if self.backend is not None else self._without_backend()
         return {
             "model": self.name,
             "model_options": dict(self.options),
@@ -290,14 +276,8 @@ class CompiledModel:
             "custom_ops": list(plan.custom_ops),
             "enabled_custom_ops": dict(cc.enabled_custom_ops),
             "disabled_custom_ops": dict(cc.disabled_custom_ops),
-            "num_pieces": len(pieces)
-            if backend is not None
-            else (0 if plan.mode == CompilationMode.NONE else 1),
-            "num_compiled_pieces": (
-                sum(not p.is_splitting_graph for p in pieces)
-                if backend is not None
-                else (0 if plan.mode == CompilationMode.NONE else 1)
-            ),
+            "num_pieces": backend["num_pieces"],
+            "num_compiled_pieces": backend["num_compiled_pieces"],
             "num_backend_compilations": self.counter.num_backend_compilations,
             "num_artifacts_saved": self.counter.num_compiled_artifacts_saved,
             "num_artifacts_loaded": self.counter.num_compiled_artifacts_loaded,
@@ -305,22 +285,31 @@ class CompiledModel:
             "first_run_seconds": self.first_run_seconds,
             # medians of N runs after a warm-up, in ms, per token count; first_call_ms apart
             "timings": [self.timings[n] for n in sorted(self.timings)],
-            "local_cache_dir": getattr(backend, "local_cache_dir", None),
-            "cache_enabled": backend is not None and not backend.disable_cache,
-            "cache_status": backend.cache_status if backend is not None else "no cache in this mode",
+            "local_cache_dir": backend["local_cache_dir"],
+            "cache_enabled": backend["cache_enabled"],
+            "cache_status": backend["cache_status"],
             "compile_ranges": [[r.start, r.end] for r in plan.compile_ranges],
             "compile_sizes": None if plan.compile_sizes is None else list(plan.compile_sizes),
-            "compiled_ranges": compiled_ranges,
+            "compiled_ranges": backend["compiled_ranges"],
             "max_num_tokens": plan.max_num_tokens,
             "counters": self.counter.as_dict(),
-            "warm_start": (
-                backend.warm_start.as_dict()
-                if backend is not None
-                else {"used": False, "reason": "warm starts are for VLLM_COMPILE", "seconds": None}
-            ),
+            "warm_start": backend["warm_start"],
             # graphs Dynamo captured in this whole process (0 after a warm start that traced nothing)
             "dynamo_graphs_in_process": _dynamo_graphs(),
             **self.cudagraphs.report(),
+        }
+
+    def _without_backend(self) -> dict[str, Any]:
+        """`VllmBackend.summary()` for the modes without one: the whole graph is one piece, or none."""
+        pieces = 0 if self.plan.mode == CompilationMode.NONE else 1
+        return {
+            "num_pieces": pieces,
+            "num_compiled_pieces": pieces,
+            "compiled_ranges": [],
+            "local_cache_dir": None,
+            "cache_enabled": False,
+            "cache_status": "no cache in this mode",
+            "warm_start": {"used": False, "reason": "warm starts are for VLLM_COMPILE", "seconds": None},
         }
 
 
@@ -394,9 +383,9 @@ def compile_model(
         target = cc.init_backend(plan.vllm_config)  # type: ignore[arg-type]
         if target == "inductor":
             check_inductor_cache_dir()
-    forward: CompiledForward | warm.LoadedForward | None = None
+    forward: CompiledForward | BundledForward | None = None
     if backend is not None:
-        forward = warm.try_load(backend, module, module.example_inputs(2, device))  # type: ignore[operator]
+        forward = _forward_from_bundle(backend, module, module.example_inputs(2, device))  # type: ignore[operator]
         if forward is not None:
             bump(counter, "num_models_seen")
     if forward is None:
@@ -407,3 +396,17 @@ def compile_model(
     if backend is not None:
         compiled.trace()
     return compiled
+
+
+def _forward_from_bundle(
+    backend: VllmBackend, module: nn.Module, example_args: tuple[Any, ...]
+) -> BundledForward | None:
+    """The forward from the bundle in the backend's cache directory; None, with the reason in the
+    backend's summary, when there is none to use (today's path traces and compiles instead)."""
+    started = time.perf_counter()
+    try:
+        bundle = Bundle.read(backend.bundle_dir(), backend.made_for(example_args))
+        return backend.adopt(bundle, module, started=started)
+    except Exception as e:  # a damaged bundle must never stop the model from compiling
+        backend.decline(e)
+        return None

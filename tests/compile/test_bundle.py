@@ -1,20 +1,26 @@
-"""Warm starts that trace nothing: the bundle loaded by a fresh process without Dynamo, and every case
-where it must not be used (another torch version, another config, a corrupt or planted file)."""
+"""Bundles: a value captured from one compile and read back equal, loaded by a fresh process without
+Dynamo, and every case where one must not be used (another torch version, another config, a corrupt or
+planted file)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from compilation_bridge.compile import aot, compile_model, warm
-from compilation_bridge.vllm_config import CompilationConfig
+from compilation_bridge.compile import bundle_files, compile_model
+from compilation_bridge.compile.backend import VllmBackend
+from compilation_bridge.compile.bundle import MANIFEST, PAYLOAD, Bundle, Unavailable
+from compilation_bridge.vllm_config import CompilationConfig, Range
 
 SCRIPT = """
 import json, sys
@@ -43,13 +49,13 @@ def _fresh_process(cache_dir: str, backend: str) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _check_fresh_warm_start(cache_dir: str, backend: str, artifacts: int) -> None:
+def _check_fresh_process_loads_bundle(cache_dir: str, backend: str, artifacts: int) -> None:
     cold = _fresh_process(cache_dir, backend)
     assert cold["report"]["warm_start"]["saved"] and not cold["report"]["warm_start"]["used"]
     assert cold["report"]["dynamo_graphs_in_process"] == 1
 
-    warm_run = _fresh_process(cache_dir, backend)
-    report = warm_run["report"]
+    loaded = _fresh_process(cache_dir, backend)
+    report = loaded["report"]
     assert report["warm_start"]["used"], report["warm_start"]
     # Dynamo ran zero times in the whole process, and nothing was compiled
     assert report["dynamo_graphs_in_process"] == 0
@@ -57,16 +63,16 @@ def _check_fresh_warm_start(cache_dir: str, backend: str, artifacts: int) -> Non
     assert report["counters"]["num_inductor_compiles"] == 0
     assert report["counters"]["num_compiled_artifacts_loaded"] == artifacts
     assert report["num_pieces"] == 3 and report["compiled_ranges"] == [[1, 8], [9, 32]]
-    assert max(warm_run["diffs"]) < 1e-5  # outputs equal to eager
+    assert max(loaded["diffs"]) < 1e-5  # outputs equal to eager
 
 
 def test_a_fresh_process_loads_the_eager_bundle_and_traces_nothing(cache_dir: str) -> None:
-    _check_fresh_warm_start(cache_dir, "eager", artifacts=0)
+    _check_fresh_process_loads_bundle(cache_dir, "eager", artifacts=0)
 
 
 @pytest.mark.slow
 def test_a_fresh_process_loads_every_inductor_artifact_and_traces_nothing(cache_dir: str) -> None:
-    _check_fresh_warm_start(cache_dir, "inductor", artifacts=4)
+    _check_fresh_process_loads_bundle(cache_dir, "inductor", artifacts=4)
 
 
 # -- fallbacks (in this process: each compile_model with the same config tries the bundle) ----------
@@ -96,7 +102,7 @@ def bundle(cache_dir: str) -> Path:
     first = _compile_and_run(cache_dir)
     assert first["warm_start"]["saved"]
     local = Path(first["local_cache_dir"])
-    assert (local / warm.MANIFEST).exists() and (local / warm.PAYLOAD).exists()
+    assert (local / MANIFEST).exists() and (local / PAYLOAD).exists()
     second = _compile_and_run(cache_dir)
     assert second["warm_start"]["used"], second["warm_start"]
     return local
@@ -104,9 +110,9 @@ def bundle(cache_dir: str) -> Path:
 
 def _rewrite_manifest(local: Path, **changes: Any) -> None:
     """An authentic bundle made elsewhere: written through the same function as a real one."""
-    manifest = json.loads(aot.read_verified(local / warm.MANIFEST))
+    manifest = json.loads(bundle_files.read_verified(local / MANIFEST))
     manifest.update(changes)
-    aot.write_verified(local / warm.MANIFEST, json.dumps(manifest).encode())
+    bundle_files.write_verified(local / MANIFEST, json.dumps(manifest).encode())
 
 
 def _fell_back(report: dict[str, Any], reason: str) -> None:
@@ -120,7 +126,7 @@ def test_another_torch_version_falls_back_and_writes_a_new_bundle(bundle: Path, 
     report = _compile_and_run(cache_dir)
     _fell_back(report, "bundle made with torch 2.12.0")
     assert report["warm_start"]["saved"]
-    assert json.loads(aot.read_verified(bundle / warm.MANIFEST))["torch_version"] != "2.12.0"
+    assert json.loads(bundle_files.read_verified(bundle / MANIFEST))["torch_version"] != "2.12.0"
 
 
 def test_another_config_falls_back(bundle: Path, cache_dir: str) -> None:
@@ -136,12 +142,12 @@ def test_kept_guards_fall_back(bundle: Path, cache_dir: str) -> None:
 
 
 def test_a_corrupt_bundle_falls_back(bundle: Path, cache_dir: str) -> None:
-    (bundle / warm.PAYLOAD).write_bytes(b"not a pickle")
+    (bundle / PAYLOAD).write_bytes(b"not a pickle")
     _fell_back(_compile_and_run(cache_dir), "bundle not verified")
 
 
 def test_a_verified_but_unreadable_bundle_falls_back(bundle: Path, cache_dir: str) -> None:
-    digest = aot.write_verified(bundle / warm.PAYLOAD, b"\x80\x05 truncated")
+    digest = bundle_files.write_verified(bundle / PAYLOAD, b"\x80\x05 truncated")
     _rewrite_manifest(bundle, payload_sha256=digest)
     _fell_back(_compile_and_run(cache_dir), "bundle unusable")
 
@@ -166,15 +172,47 @@ def test_a_planted_payload_is_never_unpickled(
     assert marker.exists()
     marker.unlink()
     if with_digest:  # planted with a valid MAC (an insider): the manifest still names other bytes
-        aot.write_verified(bundle / warm.PAYLOAD, data)
+        bundle_files.write_verified(bundle / PAYLOAD, data)
         reason = "not the one its manifest names"
     else:
-        (bundle / warm.PAYLOAD).write_bytes(data)
+        (bundle / PAYLOAD).write_bytes(data)
         reason = "no valid MAC"
     _fell_back(_compile_and_run(cache_dir), reason)
     assert not marker.exists()
 
 
 def test_a_manifest_without_its_mac_is_not_read(bundle: Path, cache_dir: str) -> None:
-    (bundle / f"{warm.MANIFEST}{aot.DIGEST_SUFFIX}").unlink()
+    (bundle / f"{MANIFEST}{bundle_files.DIGEST_SUFFIX}").unlink()
     _fell_back(_compile_and_run(cache_dir), "bundle not verified")
+
+
+# -- the bundle as a value ----------------------------------------------------------------------------
+
+
+def test_a_bundle_is_a_value_read_back_equal_and_adopted_by_a_fresh_backend(cache_dir: str) -> None:
+    model = compile_model(_config(cache_dir), model="single-attention", max_num_tokens=32)
+    for n in (4, 16):
+        model.run(n, repeats=1)  # every range compiled: the bundle is written
+    assert model.backend is not None
+    example_args = model.model.example_inputs(2, model.device)  # type: ignore[operator]
+    captured = model.backend.capture_bundle()
+    read = Bundle.read(model.backend.bundle_dir(), model.backend.made_for(example_args))
+    assert read == captured
+
+    fresh = VllmBackend(model.plan)
+    forward = fresh.adopt(read, model.model, started=time.perf_counter())
+    assert read == captured  # adopting leaves the value as it was
+    assert fresh.summary()["warm_start"]["used"] and fresh.range_for(16) == Range(start=9, end=32)
+    with torch.no_grad():
+        for n in (4, 16):
+            inputs = model.model.example_inputs(n, model.device)  # type: ignore[operator]
+            torch.testing.assert_close(forward(*inputs), model.model(*inputs))
+
+
+def test_a_bundle_is_not_read_for_another_process(bundle: Path, cache_dir: str) -> None:
+    model = compile_model(_config(cache_dir), model="single-attention", max_num_tokens=32)
+    assert model.backend is not None
+    example_args = model.model.example_inputs(2, model.device)  # type: ignore[operator]
+    wanted = dataclasses.replace(model.backend.made_for(example_args), compiler="inductor")
+    with pytest.raises(Unavailable, match="another compiler"):
+        Bundle.read(bundle, wanted)

@@ -1,4 +1,4 @@
-"""The only place where the warm-start bundle's bytes are written and read back.
+"""The only place where a bundle's bytes (compile/bundle.py) are written and read back.
 
 `write_verified(path, data)` writes `data` with this worker's MAC beside it (`compile/authenticated.py`:
 an HMAC-SHA256 under a private key kept outside the cache directory), and returns the bytes' SHA-256;
