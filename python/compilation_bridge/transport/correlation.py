@@ -9,7 +9,7 @@ from typing import Any
 
 import grpc
 
-from compilation_bridge.transport.interception import Behavior, wrapped_handler
+from compilation_bridge.transport.interception import Behavior, WrappedHandlers
 from compilation_bridge.transport.logcontext import correlation_id
 
 CORRELATION_HEADER = "x-snakepit-correlation-id"
@@ -20,6 +20,9 @@ TOOL_METHODS = frozenset(
 
 
 class CorrelationInterceptor(grpc.ServerInterceptor):
+    def __init__(self) -> None:
+        self._wrapped = WrappedHandlers(_with_correlation)
+
     def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
@@ -28,7 +31,7 @@ class CorrelationInterceptor(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if handler is None or handler_call_details.method not in TOOL_METHODS:
             return handler
-        return wrapped_handler(handler, _with_correlation)
+        return self._wrapped.of(handler_call_details.method, handler)
 
 
 def _with_correlation(kind: str, behavior: Behavior) -> Behavior:

@@ -50,7 +50,7 @@ from urllib.parse import unquote
 import grpc
 
 from compilation_bridge.settings import ALLOWED_PEER_UIDS_ENV, allowed_peer_uids_setting
-from compilation_bridge.transport.interception import Behavior, wrapped_handler
+from compilation_bridge.transport.interception import Behavior, WrappedHandlers
 
 log = logging.getLogger("compilation_bridge.transport")
 
@@ -328,7 +328,7 @@ class PeerGuard(grpc.ServerInterceptor):
 
     def __init__(self, check: PeerCheck) -> None:
         self.check = check
-        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._wrapped = WrappedHandlers(lambda _kind, behavior: self._guard(behavior))
 
     def intercept_service(
         self,
@@ -338,13 +338,7 @@ class PeerGuard(grpc.ServerInterceptor):
         handler = continuation(handler_call_details)
         if handler is None:
             return None
-        method = handler_call_details.method
-        known = self._wrapped.get(method)
-        if known is not None and known[0] is handler:
-            return known[1]
-        wrapped = wrapped_handler(handler, lambda _kind, behavior: self._guard(behavior))
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return self._wrapped.of(handler_call_details.method, handler)
 
     def _guard(self, behavior: Behavior) -> Behavior:
         check = self.check
