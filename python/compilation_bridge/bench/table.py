@@ -7,9 +7,9 @@ project aims for. Ratios are what matter on a shared machine; absolute times are
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import platform
-import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -134,9 +134,12 @@ def page(table: str, command: str) -> str:
         [
             "# Benchmark figures",
             "",
-            f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC: {machine()}. Each ratio is",
-            "against a baseline measured in the same run; absolute figures move with the machine's load,",
-            "ratios much less. docs/performance.md says what each benchmark measures and how to read it.",
+            f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.",
+            "",
+            f"Machine: {machine()}.",
+            "",
+            "Each ratio is against a baseline measured in the same run; absolute figures move with the",
+            "machine's load, ratios much less. docs/performance.md says what each benchmark measures.",
             "",
             table,
         ]
@@ -146,8 +149,10 @@ def page(table: str, command: str) -> str:
 def machine() -> str:
     """CPUs, load, Python and torch (when installed) of the machine measuring."""
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
-    torch = sys.modules.get("torch")
-    version = f", torch {torch.__version__}" if torch is not None else ""
+    try:  # the compile benchmark imports torch in child processes only
+        version = f", torch {importlib.metadata.version('torch')}"
+    except importlib.metadata.PackageNotFoundError:
+        version = ""
     return (
         f"{os.cpu_count()} CPUs ({platform.machine()}), load average {load} at the end, "
         f"Python {platform.python_version()}{version}"
