@@ -13,7 +13,7 @@ PACKAGE = Path(compilation_bridge.__file__).parent
 
 # Bottom to top. A module may import from its own room and the rooms below it.
 LAYERS: list[set[str]] = [
-    {"__init__", "settings", "settings_catalog", "safe_files", "remote_cache", "busy"},
+    {"__init__", "settings", "settings_catalog", "safe_files", "remote_cache", "busy", "observability"},
     {"vllm_config"},
     {"compile"},
     {"surface"},
@@ -33,6 +33,7 @@ WORKER = {
     "settings",
     "safe_files",
     "busy",
+    "observability",
     "vllm_config",
     "compile",
     "surface",

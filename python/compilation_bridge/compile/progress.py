@@ -3,7 +3,7 @@
 `with collect(callback): ...` makes every compile step inside the block call `callback(event)`, where
 `event` is a plain JSON-able dict such as ``{"event": "compile_end", "range": [1, 8], "piece": 0,
 "seconds": 1.2}``. The worker streams these; the CLI draws them. Callbacks nest: an outer collector
-still sees the events of an inner block.
+still sees the events of an inner block. The worker's observers (`observability.hub`) see every event.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from compilation_bridge.observability import hub
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +45,10 @@ def collect(callback: Callback) -> Iterator[None]:
 
 
 def emit(event: str, **fields: Any) -> None:
-    """Send one event to every active callback; a failing callback is logged, never fatal to a compile."""
+    """Send one event to every active callback and observer; a failing one is logged, never fatal."""
     payload: Event = {"event": event, "time": time.time(), **fields}
+    if hub.active():
+        hub.compile_event(payload)
     for callback in list(_callbacks()):
         try:
             callback(dict(payload))

@@ -6,6 +6,7 @@ progress events reach the caller while it works; anything else is called, then i
 
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -47,7 +48,9 @@ def with_progress(work: Callable[[], Any], hook: ProgressHook) -> Iterator[tuple
         else:
             publish("result", value)
 
-    worker = threading.Thread(target=run, name="snakebridge-stream", daemon=True)
+    # The call's context (its correlation id, an observer's current span) goes with the work.
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(run,), name="snakebridge-stream", daemon=True)
     worker.start()
     try:
         while True:

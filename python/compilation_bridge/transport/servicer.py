@@ -9,6 +9,7 @@ own bounded set of threads.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from typing import Any
 
 import grpc
 
+from compilation_bridge.observability import hub
 from compilation_bridge.protocol.admission import Admission
 from compilation_bridge.protocol.answer import encode_answer
 from compilation_bridge.protocol.dispatch import Dispatcher, Reply, session_of
@@ -26,6 +28,7 @@ from compilation_bridge.protocol.sessionids import check_session_id, is_too_long
 from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+from compilation_bridge.transport.logcontext import correlation_id
 
 log = logging.getLogger("compilation_bridge.transport")
 
@@ -151,6 +154,17 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def ExecuteTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> pb.ExecuteToolResponse:
+        if not hub.active():
+            return self._answer(request, context)
+        with hub.observed(_observed_call(request, streaming=False)) as call:
+            response = self._answer(request, context)
+            if not response.success:
+                call.error_type = _error_type(response.error_message)
+            return response
+
+    def _answer(
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
+    ) -> pb.ExecuteToolResponse:
         started = time.perf_counter()
         try:
             return self._tool_response(self._reply(request, context), request, started)
@@ -232,19 +246,28 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def ExecuteStreamingTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.ToolChunk]:
+        if not hub.active():
+            yield from self._stream(request, context, None)
+            return
+        with hub.observed(_observed_call(request, streaming=True)) as call:
+            yield from self._stream(request, context, call)
+
+    def _stream(
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext, call: hub.Call | None
+    ) -> Iterator[pb.ToolChunk]:
         try:
             self._admission.enter_worker()
         except WorkerBusyError as busy:
             self._abort(
-                context, self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
+                context, self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id), call
             )
         try:
-            yield from self._stream_chunks(request, context)
+            yield from self._stream_chunks(request, context, call)
         finally:
             self._admission.leave_worker()
 
     def _stream_chunks(
-        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
+        self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext, call: hub.Call | None
     ) -> Iterator[pb.ToolChunk]:
         tool = request.tool_name
         payload: Any = None
@@ -262,12 +285,14 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
             finally:
                 self._admission.leave_session(share)
         except Exception as exc:
-            self._abort(context, self.dispatcher.error_reply(exc, tool, payload, request.session_id))
+            self._abort(context, self.dispatcher.error_reply(exc, tool, payload, request.session_id), call)
         yield pb.ToolChunk(chunk_id=f"{tool}-{count + 1}", data=b"", is_final=True)
 
     @staticmethod
-    def _abort(context: grpc.ServicerContext, reply: Reply) -> None:
+    def _abort(context: grpc.ServicerContext, reply: Reply, call: hub.Call | None) -> None:
         # Streams report failures as INTERNAL with the JSON error payload as details (docs/wire.md#streaming).
+        if call is not None and reply.error is not None:
+            call.error_type = str(reply.error.get("type", "Exception"))
         context.abort(grpc.StatusCode.INTERNAL, _error_json(reply))
 
 
@@ -282,3 +307,31 @@ def _share(payload: dict[str, Any], request_session_id: str) -> str:
 
 def _error_json(reply: Reply) -> str:
     return jsonio.dumps(reply.error).decode()
+
+
+# Only the keys that name what a call does are decoded for observers: they are small, and decoding the
+# arguments again would cost every observed call.
+_OPERATION_KEYS = ("call_type", "python_module", "module_path", "class", "function", "attr")
+
+
+def _observed_call(request: pb.ExecuteToolRequest, streaming: bool) -> hub.Call:
+    named: dict[str, Any] = {}
+    for key in _OPERATION_KEYS:
+        if key in request.parameters:
+            with contextlib.suppress(ValueError):  # the call itself will say what is wrong with it
+                named[key] = jsonio.loads(request.parameters[key].value)
+    return hub.Call(
+        tool=request.tool_name[: hub.MAX_NAME_CHARS],
+        operation=hub.operation_of(named),
+        session_id=request.session_id[: hub.MAX_NAME_CHARS],
+        correlation_id=correlation_id.get(),
+        streaming=streaming,
+    )
+
+
+def _error_type(error_message: str) -> str:
+    try:
+        error = jsonio.loads(error_message.encode())
+        return str(error["type"])[: hub.MAX_NAME_CHARS]
+    except Exception:
+        return "Exception"

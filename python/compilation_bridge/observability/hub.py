@@ -1,0 +1,110 @@
+"""The observers of the worker's calls and compile phases.
+
+A transport wraps each tool call in `observed(call)`; compile work reports its phases through
+`compile_event(event)` (the events of `compile.progress`). Each observer turns them into what it serves:
+Snakepit's telemetry events, OpenTelemetry spans and metrics. An observer that fails is logged and
+never fails the call it watches.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 256  # names travel in every event; a caller chooses them
+
+
+@dataclass(slots=True)
+class Call:
+    """One tool call as observers see it. The transport sets `error_type` before the call ends."""
+
+    tool: str  # the RPC's tool, e.g. "snakebridge.call"
+    operation: str  # what it does, e.g. "method:CompilationConfig.compute_hash" (`operation_of`)
+    session_id: str
+    correlation_id: str
+    streaming: bool = False
+    error_type: str | None = None  # the error's Python type when the call failed, in band or not
+    started_ns: int = field(default_factory=time.time_ns)
+
+
+class Observer(Protocol):
+    def call(self, call: Call) -> AbstractContextManager[Any]:
+        """Entered when the call starts, left when it ends (`call.error_type` then says how)."""
+        ...
+
+    def compile_event(self, event: Mapping[str, Any]) -> None:
+        """One progress event of compile work (`compile.progress`), on the thread doing it."""
+        ...
+
+
+_observers: tuple[Observer, ...] = ()
+
+
+def add(observer: Observer) -> None:
+    global _observers
+    _observers = (*_observers, observer)
+
+
+def remove(observer: Observer) -> None:
+    global _observers
+    _observers = tuple(o for o in _observers if o is not observer)
+
+
+def active() -> bool:
+    return bool(_observers)
+
+
+@contextmanager
+def observed(call: Call) -> Iterator[Call]:
+    """Every observer's `call` context around the block; an exception escaping it sets `error_type`."""
+    with ExitStack() as stack:
+        for observer in _observers:
+            _enter(stack, observer, call)
+        try:
+            yield call
+        except BaseException as exc:
+            call.error_type = call.error_type or type(exc).__name__
+            raise
+
+
+def _enter(stack: ExitStack, observer: Observer, call: Call) -> None:
+    """Enters `observer`'s context for `call` so that neither its start nor its end can fail the call."""
+    try:
+        manager = observer.call(call)
+        manager.__enter__()
+    except Exception:
+        log.warning("observer %s failed to start a call", type(observer).__name__, exc_info=True)
+        return
+
+    def leave(*exc_info: Any) -> bool:
+        try:
+            manager.__exit__(*exc_info)
+        except Exception:
+            log.warning("observer %s failed to end a call", type(observer).__name__, exc_info=True)
+        return False  # the call's own exception, if any, goes on
+
+    stack.push(leave)
+
+
+def compile_event(event: Mapping[str, Any]) -> None:
+    for observer in _observers:
+        try:
+            observer.compile_event(event)
+        except Exception:
+            log.warning("observer %s failed on a compile event", type(observer).__name__, exc_info=True)
+
+
+def operation_of(payload: Mapping[str, Any]) -> str:
+    """A short name for what a SnakeBridge payload asks: `<call_type>:<class or module>.<name>`, e.g.
+    `class:CompilationConfig.__init__` or `method:vllm.config.compute_hash` (a wire ref has no type)."""
+    call_type = payload.get("call_type") or "function"
+    owner = payload.get("class") or payload.get("python_module") or payload.get("module_path") or ""
+    name = payload.get("function") or payload.get("attr") or ""
+    text = f"{call_type}:{owner}.{name}" if owner or name else str(call_type)
+    return text[:MAX_NAME_CHARS]

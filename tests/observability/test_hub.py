@@ -1,0 +1,133 @@
+"""Observers see every tool call (its tool, operation, session, correlation id and outcome) and every
+compile progress event; a failing observer never fails the call; with none, nothing is observed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import grpc
+import pytest
+
+from compilation_bridge.compile import progress
+from compilation_bridge.observability import hub
+from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
+from compilation_bridge.transport.options import ServeOptions
+from compilation_bridge.transport.server import build_server
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, hub.Call]] = []
+        self.events: list[Mapping[str, Any]] = []
+
+    @contextmanager
+    def call(self, call: hub.Call) -> Iterator[None]:
+        self.calls.append(("start", call))
+        yield
+        self.calls.append(("end", call))
+
+    def compile_event(self, event: Mapping[str, Any]) -> None:
+        self.events.append(event)
+
+
+class Broken:
+    def call(self, call: hub.Call) -> Any:
+        raise RuntimeError("observer down")
+
+    def compile_event(self, event: Mapping[str, Any]) -> None:
+        raise RuntimeError("observer down")
+
+
+@pytest.fixture
+def session() -> Iterator[SnakeBridgeSession]:
+    server = build_server(ServeOptions())
+    channel = grpc.insecure_channel(f"localhost:{server.port}")
+    yield SnakeBridgeSession(pb_grpc.BridgeServiceStub(channel), "worker-session", "S1")
+    channel.close()
+    server.stop(0)
+
+
+@pytest.fixture
+def recorder() -> Iterator[Recorder]:
+    observer = Recorder()
+    hub.add(observer)
+    yield observer
+    hub.remove(observer)
+
+
+def test_a_call_is_seen_with_its_operation_session_correlation_and_success(
+    session: SnakeBridgeSession, recorder: Recorder
+) -> None:
+    ref = session.call_class("vllm.config", "CompilationConfig", mode=3)
+    assert [kind for kind, _ in recorder.calls] == ["start", "end"]
+    call = recorder.calls[0][1]
+    assert call.tool == "snakebridge.call"
+    assert call.operation == "class:CompilationConfig.__init__"
+    assert call.session_id == "worker-session"
+    assert len(call.correlation_id) == 32  # the request's metadata (SnakeBridgeSession sets a uuid)
+    assert call.error_type is None and not call.streaming
+    session.call_method(ref, "compute_hash")
+    assert recorder.calls[-1][1].operation == "method:vllm.config.compute_hash"
+
+
+def test_an_in_band_error_is_seen_with_its_python_type(
+    session: SnakeBridgeSession, recorder: Recorder
+) -> None:
+    with pytest.raises(CallError):
+        session.call_class("vllm.config", "CompilationConfig", [None, None, None], mode=3)
+    assert recorder.calls[-1][1].error_type == "ValidationError"
+
+
+def test_a_failed_stream_is_seen_with_its_python_type(
+    session: SnakeBridgeSession, recorder: Recorder
+) -> None:
+    payload = session.base("os", "getcwd", [], {})
+    with pytest.raises(grpc.RpcError):
+        session.stream(payload)
+    call = recorder.calls[-1][1]
+    assert call.streaming and call.tool == "snakebridge.stream" and call.error_type == "ImportError"
+
+
+def test_a_broken_observer_is_logged_and_the_call_still_answers(
+    session: SnakeBridgeSession, recorder: Recorder, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = Broken()
+    hub.add(broken)
+    try:
+        with caplog.at_level(logging.WARNING, "compilation_bridge.observability"):
+            ref = session.call_class("vllm.config", "CompilationConfig", mode=2)
+            assert session.call_method(ref, "compute_hash")
+            progress.emit("trace_start", num_tokens=8)
+    finally:
+        hub.remove(broken)
+    assert "observer Broken failed to start a call" in caplog.text
+    assert "observer Broken failed on a compile event" in caplog.text
+    assert len(recorder.calls) == 4 and recorder.events[-1]["event"] == "trace_start"
+
+
+def test_compile_progress_reaches_observers_without_a_collector(recorder: Recorder) -> None:
+    with progress.step("trace", num_tokens=8):
+        pass
+    assert [e["event"] for e in recorder.events] == ["trace_start", "trace_end"]
+    assert recorder.events[-1]["ok"] is True and "seconds" in recorder.events[-1]
+
+
+def test_without_observers_nothing_is_observed(session: SnakeBridgeSession) -> None:
+    assert not hub.active()
+    seen = Recorder()
+    session.call_class("vllm.config", "CompilationConfig")
+    hub.add(seen)
+    hub.remove(seen)
+    session.call_class("vllm.config", "CompilationConfig")
+    assert seen.calls == [] and not hub.active()
+
+
+def test_operation_names_are_short_and_never_fail() -> None:
+    assert hub.operation_of({}) == "function"
+    attribute = {"call_type": "get_attr", "python_module": "m", "attr": "mode"}
+    assert hub.operation_of(attribute) == "get_attr:m.mode"
+    assert len(hub.operation_of({"function": "x" * 10_000})) == hub.MAX_NAME_CHARS
