@@ -28,7 +28,10 @@ defmodule CompilationBridge.Pool do
       error where there is one) instead of waiting out its queue timeout; restarts back off (1 s,
       doubling to 30 s) and the cause is logged once per minute, or when it changes;
     * `snakebridge.release_session` goes to the session's worker (with affinity off, to any worker;
-      with it on, a session no worker holds is answered 0 at once) and ends the affinity.
+      with it on, a session no worker holds is answered 0 at once) and ends the affinity;
+    * every `execute/3` is a telemetry span, `[:compilation_bridge, :call, :start | :stop |
+      :exception]`, emitted in the caller's process through `CompilationBridge.Telemetry` (see
+      `execute/3`).
   """
 
   use GenServer
@@ -36,9 +39,10 @@ defmodule CompilationBridge.Pool do
   require Logger
 
   alias CompilationBridge.Pool.Queue
-  alias CompilationBridge.Worker
+  alias CompilationBridge.{Telemetry, Worker}
 
   @release_session "snakebridge.release_session"
+  @call_span [:compilation_bridge, :call]
   # Added to a caller's wait so that the pool's own timers always fire first.
   @call_margin 5_000
   # Pause before a worker's next start after failed ones: doubling from the first to the last.
@@ -68,10 +72,25 @@ defmodule CompilationBridge.Pool do
   `:call_timeout`), `:queue_timeout`. The session is the payload's `"session_id"`.
   Returns `{:ok, result}` or `{:error, reason}` with an internal reason (`SnakeBridge.Runtime` turns
   it into a `%Snakepit.Error{}`).
+
+  Telemetry (a span, in the caller's process; nothing is built when no handler listens):
+    * `[:compilation_bridge, :call, :start]`: `%{system_time, monotonic_time}`;
+    * `[:compilation_bridge, :call, :stop]`: `%{duration, monotonic_time}`, plus `worker_time` when a
+      worker answered; metadata `result: :ok | :error` and, for `:error`, `error: reason` (a Python
+      exception is `{:python, error_map}`; the pool's own refusals such as `:queue_timeout` too);
+    * `[:compilation_bridge, :call, :exception]`: the worker failed under the call (its Python
+      exited or was killed, timed out, sent a corrupt or fatal frame) or the caller's wait ended in
+      an exit: `%{duration, monotonic_time}` (and `worker_time`), metadata `kind: :exit`, `reason`
+      (the error reason the caller gets), `stacktrace: []`.
+  All three carry `pool_name`, `tool`, `session_id`, `call_type`, `python_module`, `class`,
+  `function` (from the payload; nil where it has none) and `telemetry_span_context`; `:stop` and
+  `:exception` add `worker_id` and `worker_os_pid` when the call reached a worker. Durations are in
+  native time units; `worker_time` runs from the worker's write to the port to its answer.
   """
   @spec execute(String.t(), map(), keyword()) :: {:ok, term()} | {:error, term()}
   def execute(tool, payload, opts \\ []) do
     name = Keyword.get(opts, :pool_name) || :default
+    span = Telemetry.start(@call_span, fn -> call_metadata(name, tool, payload) end)
 
     timeout =
       Keyword.get(opts, :timeout) ||
@@ -84,9 +103,47 @@ defmodule CompilationBridge.Pool do
       GenServer.call(server(name), request, wait_limit(name, timeout, queue_timeout))
     catch
       :exit, {:noproc, _} -> {:error, {:pool_not_found, name}}
-      :exit, {:timeout, _} -> {:error, :worker_timeout}
-      :exit, reason -> {:error, {:worker_exit, reason}}
+      :exit, {:timeout, _} -> {:worker_failure, {:error, :worker_timeout}, %{}}
+      :exit, reason -> {:worker_failure, {:error, {:worker_exit, reason}}, %{}}
     end
+    |> finish(span)
+  end
+
+  # A worker's answer carries the worker and its timing (`CompilationBridge.Worker.dispatch/5`);
+  # the pool's own answers (queue timeout, no worker, nothing to release) are bare results.
+  defp finish({tag, result, _worker}, nil) when tag in [:worker_reply, :worker_failure],
+    do: result
+
+  defp finish({:worker_reply, result, worker}, span) do
+    {measurements, worker} = Map.split(worker, [:worker_time])
+    Telemetry.stop(span, measurements, Map.merge(worker, outcome(result)))
+    result
+  end
+
+  defp finish({:worker_failure, {:error, reason} = result, worker}, span) do
+    {measurements, worker} = Map.split(worker, [:worker_time])
+    Telemetry.exception(span, :exit, reason, [], measurements, worker)
+    result
+  end
+
+  defp finish(result, span) do
+    Telemetry.stop(span, %{}, outcome(result))
+    result
+  end
+
+  defp outcome({:ok, _result}), do: %{result: :ok}
+  defp outcome({:error, reason}), do: %{result: :error, error: reason}
+
+  defp call_metadata(name, tool, payload) do
+    %{
+      pool_name: name,
+      tool: tool,
+      session_id: payload["session_id"],
+      call_type: payload["call_type"],
+      python_module: payload["python_module"] || payload["module_path"],
+      class: payload["class"],
+      function: payload["function"]
+    }
   end
 
   # The caller waits a little longer than the pool's own queue and request timers, which answer first.
@@ -347,7 +404,15 @@ defmodule CompilationBridge.Pool do
   # ------------------------------------------------------------------------------------ scheduling
 
   defp drop_worker(state, index, worker, reason) do
-    if worker.busy, do: GenServer.reply(worker.busy, {:error, {:worker_exit, reason}})
+    if worker.busy do
+      failure = {:error, {:worker_exit, reason}}
+
+      GenServer.reply(
+        worker.busy,
+        {:worker_failure, failure, %{worker_id: index, worker_os_pid: worker.os_pid}}
+      )
+    end
+
     sessions = Map.reject(state.sessions, fn {_session, i} -> i == index end)
 
     %{

@@ -44,9 +44,15 @@ defmodule CompilationBridge.Worker do
   def start_link(opts), do: GenServer.start_link(__MODULE__, opts)
 
   @doc """
-  Sends a request; the reply (`{:ok, result}` or `{:error, reason}`) goes to `from`.
+  Sends a request; the answer goes to `from`: `{:worker_reply, result, worker}` for the Python's
+  reply (`result` is `{:ok, term}` or `{:error, reason}`), `{:worker_failure, {:error, reason},
+  worker}` when the worker stops under the request (its Python exited, timed out or sent a corrupt
+  or fatal frame). `worker` is `%{worker_id: index, worker_os_pid: os_pid, worker_time: native}`,
+  `worker_time` being the time from sending the request to the port to its answer (the port's
+  replies carry no timing of their own). `CompilationBridge.Pool.execute/3` unwraps it.
   Only the pool calls this, and only when the worker is free; a worker that is still starting
-  answers `{:error, :worker_starting}`, a busy one `{:error, :worker_busy}`.
+  answers `{:error, :worker_starting}`, a busy one `{:error, :worker_busy}`, and a request that
+  cannot be encoded `{:error, reason}`: those never reached the Python.
   """
   @spec dispatch(pid(), GenServer.from(), String.t(), map(), timeout()) :: :ok
   def dispatch(worker, from, tool, payload, timeout) do
@@ -129,12 +135,13 @@ defmodule CompilationBridge.Worker do
 
     case encode_request(id, tool, payload, state.session, state.options.max_frame_bytes) do
       {:ok, body} ->
+        sent_at = System.monotonic_time()
         Port.command(state.port, body)
 
         timer =
           if timeout != :infinity, do: Process.send_after(self(), {:request_timeout, id}, timeout)
 
-        {:noreply, %{state | next_id: id + 1, current: InFlight.new(id, from, timer)}}
+        {:noreply, %{state | next_id: id + 1, current: InFlight.new(id, from, timer, sent_at)}}
 
       {:error, reason} ->
         # Nothing was sent: the worker is still free.
@@ -231,7 +238,7 @@ defmodule CompilationBridge.Worker do
 
   # The request is answered and the worker is free for the next one.
   defp finish(state, result) do
-    state = answer(state, result)
+    state = answer(state, :worker_reply, result)
     Pool.checkin(state.pool, state.index)
     state
   end
@@ -239,16 +246,18 @@ defmodule CompilationBridge.Worker do
   # The last answer of a worker about to stop: the pool forgets it now instead of at its :DOWN, so
   # it never hands queued work to a worker that cannot run it.
   defp stopping(state, result) do
-    state = answer(state, result)
+    state = answer(state, :worker_failure, result)
     Pool.retire(state.pool, state.index)
     state
   end
 
-  defp answer(%{current: nil} = state, _result), do: state
+  defp answer(%{current: nil} = state, _outcome, _result), do: state
 
-  defp answer(%{current: current} = state, result) do
+  defp answer(%{current: current} = state, outcome, result) do
     if current.timer, do: Process.cancel_timer(current.timer)
-    GenServer.reply(current.from, result)
+    worker_time = System.monotonic_time() - current.sent_at
+    worker = %{worker_id: state.index, worker_os_pid: state.os_pid, worker_time: worker_time}
+    GenServer.reply(current.from, {outcome, result, worker})
     %{state | current: nil}
   end
 

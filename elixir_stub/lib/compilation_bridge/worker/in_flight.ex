@@ -1,7 +1,7 @@
 defmodule CompilationBridge.Worker.InFlight do
   @moduledoc """
-  The request a worker has in flight, as a pure value: its id, its caller, its timer and the chunks
-  of a stream received so far.
+  The request a worker has in flight, as a pure value: its id, its caller, its timer, when it was
+  sent (monotonic time, native units) and the chunks of a stream received so far.
 
   `CompilationBridge.Worker` owns the side effects (the port, the timer, the reply); this module
   only answers "is this frame ours?" and "what does the caller get?", so those rules are tested
@@ -10,19 +10,21 @@ defmodule CompilationBridge.Worker.InFlight do
 
   alias CompilationBridge.Frame
 
-  @enforce_keys [:id, :from, :timer]
-  defstruct [:id, :from, :timer, chunks: []]
+  @enforce_keys [:id, :from, :timer, :sent_at]
+  defstruct [:id, :from, :timer, :sent_at, chunks: []]
 
   @type t :: %__MODULE__{
           id: Frame.id(),
           from: GenServer.from(),
           timer: reference() | nil,
+          sent_at: integer(),
           chunks: [term()]
         }
 
   @doc "A request just sent: `timer` is the reference of its timeout, or nil without one."
-  @spec new(Frame.id(), GenServer.from(), reference() | nil) :: t()
-  def new(id, from, timer), do: %__MODULE__{id: id, from: from, timer: timer}
+  @spec new(Frame.id(), GenServer.from(), reference() | nil, integer()) :: t()
+  def new(id, from, timer, sent_at \\ System.monotonic_time()),
+    do: %__MODULE__{id: id, from: from, timer: timer, sent_at: sent_at}
 
   @doc "Adds one chunk of a stream (kept newest first; `result/2` puts them in order)."
   @spec add_chunk(t(), term()) :: t()
