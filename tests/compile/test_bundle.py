@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import torch
 
-from compilation_bridge.compile import bundle_files, compile_model
+from compilation_bridge.compile import bundle_files, compile_model, progress
 from compilation_bridge.compile.backend import VllmBackend
 from compilation_bridge.compile.bundle import MANIFEST, PAYLOAD, Bundle, Unavailable
 from compilation_bridge.vllm_config import CompilationConfig, Range
@@ -216,3 +216,32 @@ def test_a_bundle_is_not_read_for_another_process(bundle: Path, cache_dir: str) 
     wanted = dataclasses.replace(model.backend.made_for(example_args), compiler="inductor")
     with pytest.raises(Unavailable, match="another compiler"):
         Bundle.read(bundle, wanted)
+
+
+# -- what a caller is told (the events a streamed compile_model sends) ------------------------------
+
+
+def _events_of_compile(cache_dir: str, **extra: Any) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    with progress.collect(events.append):
+        _compile_and_run(cache_dir, **extra)
+    return events
+
+
+def test_a_warm_start_reports_each_piece_loaded_with_its_ranges(bundle: Path, cache_dir: str) -> None:
+    events = _events_of_compile(cache_dir)
+    loaded = [e for e in events if e["event"] == "piece_loaded"]
+    assert [e["piece"] for e in loaded] == list(range(len(loaded))) and loaded
+    assert all(e["ranges"] and e["num_pieces"] == len(loaded) and e["bytes"] >= 0 for e in loaded)
+    ends = [e for e in events if e["event"] == "warm_start_end"]
+    assert len(ends) == 1 and ends[0]["ok"] and ends[0]["seconds"] >= 0
+    assert not any(e["event"] in ("trace_start", "warm_start_declined") for e in events)
+
+
+def test_a_fallback_tells_the_caller_why(bundle: Path, cache_dir: str) -> None:
+    _rewrite_manifest(bundle, torch_version="2.12.0")
+    events = _events_of_compile(cache_dir)
+    declined = [e for e in events if e["event"] == "warm_start_declined"]
+    assert len(declined) == 1 and "bundle made with torch 2.12.0" in declined[0]["reason"], declined
+    names = [e["event"] for e in events]
+    assert names.index("warm_start_declined") < names.index("trace_start")

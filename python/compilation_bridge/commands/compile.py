@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from compilation_bridge.commands.arguments import (
@@ -111,7 +112,59 @@ class ProgressPrinter:
             return f"run with {e['num_tokens']} tokens"
         if kind == "warm_start_end":
             return f"warm start: loaded {e['num_pieces']} pieces from the bundle in {e['seconds']:.2f} s"
+        if kind == "warm_start_declined":
+            return f"no warm start: {e['reason']}"
+        if kind == "piece_loaded":
+            return f"  piece {e['piece'] + 1}/{e['num_pieces']} loaded from the bundle ({e['bytes']} bytes)"
         return None
+
+
+class ProgressBar:
+    """Compile progress on a terminal: the pieces of the step under way as a bar redrawn in place, and
+    every other event as a line above it (the lines a `ProgressPrinter` prints)."""
+
+    WIDTH = 24
+    PIECE_EVENTS = frozenset({"compile_start", "compile_end", "piece_loaded"})
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.lines = ProgressPrinter(out)
+        self.drawn = False
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event["event"] in self.PIECE_EVENTS:
+            self._draw(self.bar(event))
+            return
+        if ProgressPrinter._line(event) is not None:
+            self._clear()
+            self.lines(event)
+
+    @classmethod
+    def bar(cls, e: dict[str, Any]) -> str:
+        done = e["piece"] + (0 if e["event"] == "compile_start" else 1)
+        total = max(e["num_pieces"], 1)
+        filled = cls.WIDTH * done // total
+        what = (
+            "loading the bundle"
+            if e["event"] == "piece_loaded"
+            else f"range ({e['range'][0]}, {e['range'][1]})"
+        )
+        return f"[{'#' * filled}{'.' * (cls.WIDTH - filled)}] {done}/{total} pieces, {what}"
+
+    def _draw(self, text: str) -> None:
+        self.out.write(f"\r\x1b[2K{text}")  # back to the line's start, erase it, draw
+        self.out.flush()
+        self.drawn = True
+
+    def _clear(self) -> None:
+        if self.drawn:
+            self.out.write("\r\x1b[2K")
+            self.drawn = False
+
+
+def progress_display(out: TextIO) -> Callable[[dict[str, Any]], None]:
+    """A bar on a terminal, plain lines anywhere else (a log file, a pipe, CI)."""
+    return ProgressBar(out) if out.isatty() else ProgressPrinter(out)
 
 
 def format_report(report: dict[str, Any], runs: list[dict[str, Any]]) -> str:
@@ -174,8 +227,7 @@ def _compile_and_report(args: argparse.Namespace) -> int:
 
         config = _config(args)
         _check_tokens(args, config)  # before the compile, not after it
-        printer = ProgressPrinter(sys.stderr)
-        with progress.collect(printer):
+        with progress.collect(progress_display(sys.stderr)):
             model = compile_model(
                 config,
                 model=args.model,

@@ -387,15 +387,20 @@ class VllmBackend:
             )
             entry.compiled = True
         piece.to_be_compiled_ranges.clear()
+        loaded = sum(len(artifacts.get(key, b"")) for key in record.ranges)
+        progress.emit(
+            "piece_loaded", piece=record.index, num_pieces=num_pieces, ranges=record.ranges, bytes=loaded
+        )
         return piece
 
     def decline(self, error: Exception) -> None:
-        """No bundle is used (today's path compiles); `error` is why, for the report."""
+        """No bundle is used (today's path compiles); `error` is why, for the report and the caller."""
         if isinstance(error, Unavailable):
             self._bundle_status.reason = str(error)
-            return
-        logger.warning("bundle unusable, compiling instead: %s", error)
-        self._bundle_status.reason = f"bundle unusable: {type(error).__name__}: {error}"
+        else:
+            logger.warning("bundle unusable, compiling instead: %s", error)
+            self._bundle_status.reason = f"bundle unusable: {type(error).__name__}: {error}"
+        progress.emit("warm_start_declined", reason=self._bundle_status.reason)
 
     # -- what a compiled model asks ---------------------------------------------------------------
 

@@ -131,6 +131,20 @@ defmodule RealClient.RecipeCase do
         assert message =~ "out of considered ranges"
       end
 
+      test "the README's compile progress prints a line per event, then runs the model" do
+        {binding, printed} =
+          ExUnit.CaptureIO.with_io(fn ->
+            {_, binding} = Code.eval_string(RealClient.ReadmeRecipe.code!("compile-progress", ""))
+            binding
+          end)
+
+        events = printed |> String.split("\n", trim: true) |> Enum.map(&hd(String.split(&1, " ")))
+        assert "compile_end" in events or "piece_loaded" in events, printed
+        assert "warm_start_declined" in events or "warm_start_end" in events, printed
+        assert %SnakeBridge.Ref{type_name: "CompiledModel"} = binding[:model]
+        assert binding[:diff] < 1.0e-4
+      end
+
       test "a call past its timeout times out, and the worker keeps serving", %{
         instance: instance
       } do
