@@ -18,11 +18,13 @@ from typing import Any, Protocol
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 256  # names travel in every event; a caller chooses them
+MAX_MESSAGE_CHARS = 1024  # an error's message travels in an event too; the full one is in the reply
 
 
 @dataclass(slots=True)
 class Call:
-    """One tool call as observers see it. The transport sets `error_type` before the call ends."""
+    """One tool call as observers see it. The transport sets `error_type` and `error_message` before the
+    call ends."""
 
     tool: str  # the RPC's tool, e.g. "snakebridge.call"
     operation: str  # what it does, e.g. "method:CompilationConfig.compute_hash" (`operation_of`)
@@ -30,6 +32,7 @@ class Call:
     correlation_id: str
     streaming: bool = False
     error_type: str | None = None  # the error's Python type when the call failed, in band or not
+    error_message: str | None = None  # its message, cut at MAX_MESSAGE_CHARS
     started_ns: int = field(default_factory=time.time_ns)
 
 
@@ -69,7 +72,9 @@ def observed(call: Call) -> Iterator[Call]:
         try:
             yield call
         except BaseException as exc:
-            call.error_type = call.error_type or type(exc).__name__
+            if call.error_type is None:
+                call.error_type = type(exc).__name__
+                call.error_message = str(exc)[:MAX_MESSAGE_CHARS]
             raise
 
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 
 import grpc
 
+from compilation_bridge.observability import hub
+from compilation_bridge.observability.telemetry_stream import TelemetryStream
+from compilation_bridge.observability.tool_telemetry import ToolTelemetry
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.settings import application_setting, preload_compile_wanted
 from compilation_bridge.surface.catalog import warm_up
@@ -60,8 +63,12 @@ class RunningServer:
         self.server.stop(grace).wait(grace + 0.5)
 
 
-def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) -> RunningServer:
-    """Create, bind and start the server (no signals, no ready file: the caller owns the process)."""
+def build_server(
+    options: ServeOptions, dispatcher: Dispatcher | None = None, telemetry: TelemetryStream | None = None
+) -> RunningServer:
+    """Create, bind and start the server (no signals, no ready file: the caller owns the process).
+    StreamTelemetry sends what reaches `telemetry` (a stream of its own when none is given); no observer
+    is registered here, so a server built in a test observes nothing unless the test asks."""
     dispatcher = dispatcher or Dispatcher()
     transport_limit = options.max_request_bytes + 1024 * 1024  # the servicer reports the precise error
     response_limit = 64 * 1024 * 1024
@@ -71,6 +78,7 @@ def build_server(options: ServeOptions, dispatcher: Dispatcher | None = None) ->
         response_limit,
         options.max_concurrent_calls,
         options.max_session_calls,
+        telemetry,
     )
     # Every RPC that can last (tools, streaming tools, telemetry, reflection) is capped on its own; the
     # pool holds all those caps plus the spare threads, so the control path never waits for a thread.
@@ -164,6 +172,9 @@ def serve(options: ServeOptions) -> int:
         worker = Worker(application_setting(options.instance_name), options.run_id)
         dispatcher = worker.dispatcher
         running = build_server(options, dispatcher)
+        # Every gRPC worker sends Snakepit's tool events, as Snakepit's own server lets its tools do;
+        # those of the calls before Elixir opens the stream wait for it.
+        hub.add(ToolTelemetry(running.servicer.telemetry))
     except Exception as exc:
         log.error("cannot start: %s", exc)
         return 1

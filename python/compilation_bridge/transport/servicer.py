@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 
 from compilation_bridge.observability import hub
+from compilation_bridge.observability.telemetry_stream import TelemetryStream
 from compilation_bridge.protocol.admission import Admission
 from compilation_bridge.protocol.answer import encode_answer
 from compilation_bridge.protocol.dispatch import Dispatcher, Reply, session_of
@@ -29,6 +30,7 @@ from compilation_bridge.transport import jsonio
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.logcontext import correlation_id
+from compilation_bridge.transport.telemetry import stream_events
 
 log = logging.getLogger("compilation_bridge.transport")
 
@@ -53,12 +55,15 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         max_response_bytes: int,
         max_concurrent_calls: int,
         max_session_calls: int | None = None,
+        telemetry: TelemetryStream | None = None,
     ) -> None:
         self.dispatcher = dispatcher
+        # What StreamTelemetry sends: the events that observers (transport/server.py) put there.
+        self.telemetry = telemetry if telemetry is not None else TelemetryStream()  # empty is falsy
         self.max_request_bytes = max_request_bytes
         self.max_response_bytes = max_response_bytes
         self._admission = Admission(max_concurrent_calls, max_session_calls or max_concurrent_calls)
-        self._telemetry = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
+        self._telemetry_slots = threading.BoundedSemaphore(MAX_TELEMETRY_STREAMS)
         self._sessions_lock = threading.Lock()
         self.sessions: OrderedDict[str, float] = OrderedDict()
         # The session Elixir initializes for this worker right after it is ready (Snakepit's post-ready
@@ -136,19 +141,17 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         error = {"type": "NotImplementedError", "message": "Elixir tools are not served by a Python worker"}
         return pb.ExecuteElixirToolResponse(success=False, error_message=jsonio.dumps(error).decode())
 
-    def StreamTelemetry(self, request_iterator: Iterator[pb.TelemetryControl], context: grpc.ServicerContext):
-        """Held open (Elixir logs a warning otherwise); controls are accepted, no events are emitted."""
-        if not self._telemetry.acquire(blocking=False):
+    def StreamTelemetry(
+        self, request_iterator: Iterator[pb.TelemetryControl], context: grpc.ServicerContext
+    ) -> Iterator[pb.TelemetryEvent]:
+        """The worker's telemetry events until the call ends, under Elixir's controls (telemetry.py)."""
+        if not self._telemetry_slots.acquire(blocking=False):
             return
         try:
-            context.send_initial_metadata(())
-            for _control in request_iterator:
-                pass
-        except grpc.RpcError:
-            pass  # the stream was cancelled: the worker is stopping or Elixir went away
+            context.send_initial_metadata(())  # a client may wait for the headers until the first event
+            yield from stream_events(self.telemetry, request_iterator, context)
         finally:
-            self._telemetry.release()
-        yield from ()
+            self._telemetry_slots.release()
 
     # -------------------------------------------------------------------- tools
     def ExecuteTool(
@@ -159,7 +162,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         with hub.observed(_observed_call(request, streaming=False)) as call:
             response = self._answer(request, context)
             if not response.success:
-                call.error_type = _error_type(response.error_message)
+                call.error_type, call.error_message = _error_of(response.error_message)
             return response
 
     def _answer(
@@ -292,7 +295,8 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def _abort(context: grpc.ServicerContext, reply: Reply, call: hub.Call | None) -> None:
         # Streams report failures as INTERNAL with the JSON error payload as details (docs/wire.md#streaming).
         if call is not None and reply.error is not None:
-            call.error_type = str(reply.error.get("type", "Exception"))
+            call.error_type = str(reply.error.get("type", "Exception"))[: hub.MAX_NAME_CHARS]
+            call.error_message = str(reply.error.get("message", ""))[: hub.MAX_MESSAGE_CHARS]
         context.abort(grpc.StatusCode.INTERNAL, _error_json(reply))
 
 
@@ -329,9 +333,11 @@ def _observed_call(request: pb.ExecuteToolRequest, streaming: bool) -> hub.Call:
     )
 
 
-def _error_type(error_message: str) -> str:
+def _error_of(error_message: str) -> tuple[str, str]:
+    """The type and message of an in-band error payload, for observers."""
     try:
         error = jsonio.loads(error_message.encode())
-        return str(error["type"])[: hub.MAX_NAME_CHARS]
+        message = str(error.get("message", ""))
+        return str(error["type"])[: hub.MAX_NAME_CHARS], message[: hub.MAX_MESSAGE_CHARS]
     except Exception:
-        return "Exception"
+        return "Exception", error_message[: hub.MAX_MESSAGE_CHARS]

@@ -1,0 +1,117 @@
+"""The events waiting for Snakepit's telemetry stream: emitted on any thread, sent by whichever stream
+is open, kept while none is.
+
+Snakepit 0.13 opens the stream with its open timeout as the call's deadline, so the stream ends about
+five seconds after it opened and is not reopened. What is emitted after that waits here, bounded: past
+`MAX_EVENTS` (the reference's buffer, 1024) new events are dropped and counted, and emitting one costs
+a length check and that count. Events are plain values here; the transport builds the protobuf messages
+on the stream's own thread, so a call that emits never pays for that.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from compilation_bridge.observability.telemetry_controls import TelemetryControls
+
+MAX_EVENTS = 1024
+
+Measurement = int | float | str
+
+
+@dataclass(frozen=True, slots=True)
+class TelemetryEvent:
+    name: str  # dotted, e.g. "tool.execution.stop"; the wire splits it into event_parts
+    measurements: Mapping[str, Measurement]
+    metadata: Mapping[str, str]
+    correlation_id: str
+    timestamp_ns: int
+
+
+class TelemetryStream:
+    """A bounded queue of events with the controls that decide what enters it."""
+
+    def __init__(self, max_events: int = MAX_EVENTS) -> None:
+        self.controls = TelemetryControls()
+        self.max_events = max_events
+        self._events: deque[TelemetryEvent] = deque()
+        self._changed = threading.Condition()
+        self._dropped = 0
+        self.readers = 0  # streams open now
+
+    @property
+    def dropped(self) -> int:
+        """Events refused because the queue was full, since the worker started."""
+        return self._dropped
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def emit(
+        self,
+        name: str,
+        measurements: Mapping[str, Measurement],
+        metadata: Mapping[str, str],
+        correlation_id: str = "",
+    ) -> None:
+        if self.turns_away(1) or not self.controls.admits(name):
+            return
+        event = TelemetryEvent(name, measurements, metadata, correlation_id, time.time_ns())
+        with self._changed:
+            if len(self._events) >= self.max_events:
+                self._dropped += 1
+                return
+            self._events.append(event)
+            self._changed.notify()
+
+    def turns_away(self, events: int) -> bool:
+        """Whether the next `events` events would all be refused: telemetry is off, or the queue is full
+        (then they count as dropped). A caller told so builds nothing: this is all a call pays then."""
+        if not self.controls.enabled:
+            return True
+        if len(self._events) < self.max_events:
+            return False
+        with self._changed:
+            self._dropped += events
+        return True
+
+    def take(self, timeout: float) -> TelemetryEvent | None:
+        """The oldest event, waiting up to `timeout` seconds (less when `wake` is called) for one."""
+        with self._changed:
+            if not self._events:
+                self._changed.wait(timeout)
+            return self._events.popleft() if self._events else None
+
+    def put_back(self, event: TelemetryEvent) -> None:
+        """Returns an event a stream took but could not send, first in line for the next stream."""
+        with self._changed:
+            self._events.appendleft(event)
+            self._changed.notify()
+
+    @contextmanager
+    def attached(self) -> Iterator[None]:
+        """Counts one open stream for the block."""
+        with self._changed:
+            self.readers += 1
+            self._changed.notify_all()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self.readers -= 1
+                self._changed.notify_all()
+
+    def await_readers(self, count: int, timeout: float) -> bool:
+        """Whether `count` streams are open, waiting up to `timeout` seconds for that."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self.readers == count, timeout)
+
+    def wake(self) -> None:
+        """Wakes every stream waiting in `take`, so that one whose call has ended can return."""
+        with self._changed:
+            self._changed.notify_all()
