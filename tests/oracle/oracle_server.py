@@ -130,9 +130,12 @@ def _kernel_free_fusion_table() -> None:
 
 def _api() -> dict[str, Any]:
     from vllm.config import (
+        CacheConfig,
         CompilationConfig,
         DeviceConfig,
+        LoadConfig,
         ModelConfig,
+        ObservabilityConfig,
         ParallelConfig,
         SchedulerConfig,
         VllmConfig,
@@ -161,6 +164,9 @@ def _api() -> dict[str, Any]:
         "ParallelConfig": ParallelConfig,
         "ModelConfig": ModelConfig,
         "DeviceConfig": DeviceConfig,
+        "CacheConfig": CacheConfig,
+        "LoadConfig": LoadConfig,
+        "ObservabilityConfig": ObservabilityConfig,
     }
 
 
