@@ -1,13 +1,21 @@
 defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
-  ObservabilityConfig) against real workers.
+  ObservabilityConfig, AttentionConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
   alias SnakeBridge.Ref
   alias Vllm.Config.{CompilationConfig, CompilationMode, CUDAGraphMode, PassConfig, VllmConfig}
-  alias Vllm.Config.{CacheConfig, LoadConfig, ObservabilityConfig, ParallelConfig}
+
+  alias Vllm.Config.{
+    AttentionConfig,
+    CacheConfig,
+    LoadConfig,
+    ObservabilityConfig,
+    ParallelConfig
+  }
+
   alias Vllm.Config.Compilation.{DynamicShapesConfig, DynamicShapesType, Range}
 
   test "enum members: IntEnums are integers, plain enums are refs with name and value" do
@@ -118,5 +126,39 @@ defmodule CompilationBridge.OtherModulesTest do
 
     assert {:ok, %SnakeBridge.Ref{type_name: "CacheConfig"} = held} = VllmConfig.cache_config(vc)
     assert {:ok, 64} = CacheConfig.block_size(held)
+  end
+
+  test "AttentionConfig: every function of the published module" do
+    assert {:ok, attention} = AttentionConfig.new(backend: "flash_attn", flash_attn_version: 3)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"} = backend} =
+             AttentionConfig.backend(attention)
+
+    assert {:ok, "FLASH_ATTN"} = SnakeBridge.Runtime.get_attr(backend, :name)
+
+    for getter <-
+          ~w(disable_flashinfer_prefill disable_flashinfer_q_quantization
+                     flash_attn_max_num_splits_for_cuda_graph flash_attn_version use_cudnn_prefill
+                     use_prefill_decode_attention use_trtllm_attention use_trtllm_ragged_deepseek_prefill)a do
+      assert {:ok, _} = apply(AttentionConfig, getter, [attention]), "#{getter}"
+    end
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"}} =
+             AttentionConfig.validate_backend_before(attention, "triton_attn")
+
+    assert {:ok, 7} = AttentionConfig.validate_backend_before(attention, 7)
+
+    assert {:ok, nil} =
+             AttentionConfig._set_from_env_if_set(
+               attention,
+               "use_cudnn_prefill",
+               "VLLM_USE_CUDNN_PREFILL"
+             )
+
+    assert {:ok, hash} = AttentionConfig.compute_hash(attention)
+    assert byte_size(hash) == 64
+
+    assert {:ok, vc} = VllmConfig.new(attention_config: attention)
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionConfig"}} = VllmConfig.attention_config(vc)
   end
 end

@@ -291,6 +291,7 @@ CONFIG_CATEGORIES = (
     "CacheConfig",
     "LoadConfig",
     "ObservabilityConfig",
+    "AttentionConfig",
 )
 
 

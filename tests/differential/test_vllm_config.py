@@ -416,6 +416,7 @@ SUB_CONFIGS = (
     "cache_config",
     "load_config",
     "observability_config",
+    "attention_config",
 )
 
 

@@ -130,6 +130,7 @@ def _kernel_free_fusion_table() -> None:
 
 def _api() -> dict[str, Any]:
     from vllm.config import (
+        AttentionConfig,
         CacheConfig,
         CompilationConfig,
         DeviceConfig,
@@ -149,6 +150,7 @@ def _api() -> dict[str, Any]:
     )
     from vllm.config.utils import Range
     from vllm.config.vllm import OptimizationLevel
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     return {
         "CompilationConfig": CompilationConfig,
@@ -167,6 +169,8 @@ def _api() -> dict[str, Any]:
         "CacheConfig": CacheConfig,
         "LoadConfig": LoadConfig,
         "ObservabilityConfig": ObservabilityConfig,
+        "AttentionConfig": AttentionConfig,
+        "AttentionBackendEnum": AttentionBackendEnum,
     }
 
 

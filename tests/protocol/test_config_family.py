@@ -4,13 +4,20 @@ VllmConfig takes them as sub-configs; the names still refused stay refused."""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import pytest
 from tests.workers import payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
-from compilation_bridge.vllm_config import CacheConfig, LoadConfig, ObservabilityConfig, ParallelConfig
+from compilation_bridge.vllm_config import (
+    AttentionConfig,
+    CacheConfig,
+    LoadConfig,
+    ObservabilityConfig,
+    ParallelConfig,
+)
 
 # Per class: the keywords it is built with, the attributes the generated module reads (get_attr) and the
 # methods it calls (call_method) with this test's arguments.
@@ -83,7 +90,27 @@ GENERATED: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, list[Any]]
         },
     ),
 }
-CLASSES = {"CacheConfig": CacheConfig, "LoadConfig": LoadConfig, "ObservabilityConfig": ObservabilityConfig}
+GENERATED["AttentionConfig"] = (
+    {"backend": "flash_attn", "use_trtllm_attention": False},
+    (
+        "backend",
+        "disable_flashinfer_prefill",
+        "disable_flashinfer_q_quantization",
+        "flash_attn_max_num_splits_for_cuda_graph",
+        "flash_attn_version",
+        "use_cudnn_prefill",
+        "use_prefill_decode_attention",
+        "use_trtllm_attention",
+        "use_trtllm_ragged_deepseek_prefill",
+    ),
+    {"_set_from_env_if_set": ["use_cudnn_prefill", "VLLM_USE_CUDNN_PREFILL"], "compute_hash": []},
+)
+CLASSES = {
+    "AttentionConfig": AttentionConfig,
+    "CacheConfig": CacheConfig,
+    "LoadConfig": LoadConfig,
+    "ObservabilityConfig": ObservabilityConfig,
+}
 
 
 def call(dispatcher: Dispatcher, **fields: Any) -> Any:
@@ -118,7 +145,14 @@ def test_every_generated_function_is_served(dispatcher: Dispatcher, name: str) -
     assert ref["type_name"] == name
     for attr in attrs:
         got = call(dispatcher, call_type="get_attr", attr=attr, function=attr, instance=ref_of(ref))
-        assert got == plain(getattr(local, attr)), attr
+        expected = getattr(local, attr)
+        if isinstance(expected, enum.Enum):  # a plain enum member travels as a ref: its name tells it
+            name_of = call(
+                dispatcher, call_type="get_attr", attr="name", function="name", instance=ref_of(got)
+            )
+            assert (got["type_name"], name_of) == (type(expected).__name__, expected.name), attr
+        else:
+            assert got == plain(expected), attr
     for method, args in methods.items():
         got = call(dispatcher, call_type="method", function=method, args=args, instance=ref_of(ref))
         expected = getattr(local, method)(*args)

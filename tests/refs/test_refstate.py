@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from compilation_bridge.refs import state as refstate
 from compilation_bridge.vllm_config import (
+    AttentionConfig,
     CacheConfig,
     CompilationConfig,
     CompilationMode,
@@ -58,7 +59,9 @@ def _cache_load_observability() -> list[object]:
         load_config=load,
         observability_config=ObservabilityConfig(kv_cache_metrics=True),
     )
-    return [CacheConfig(), cache, LoadConfig(), load, ObservabilityConfig(), observed, engine]
+    attention = AttentionConfig(backend="flashinfer", flash_attn_version=3)
+    engine.attention_config = attention
+    return [CacheConfig(), cache, LoadConfig(), load, ObservabilityConfig(), observed, engine, attention]
 
 
 @pytest.mark.parametrize("config", _configs(), ids=lambda c: type(c).__name__)

@@ -1,6 +1,7 @@
-"""What the differential tests cannot compare for CacheConfig and ObservabilityConfig: the worker's own
-refusal where vLLM would build a config it does not serve, and an OTLP endpoint where OpenTelemetry is
-installed (the oracle environment has none)."""
+"""What the differential tests cannot compare for CacheConfig, ObservabilityConfig and AttentionConfig:
+the worker's refusal where vLLM would build a config it does not serve, an OTLP endpoint where
+OpenTelemetry is installed (the oracle environment has none), and the env reader a caller can reach, held
+to AttentionConfig's own pairs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import importlib.util
 
 import pytest
 
-from compilation_bridge.vllm_config import CacheConfig, ObservabilityConfig, VllmConfig
+from compilation_bridge.vllm_config import AttentionConfig, CacheConfig, ObservabilityConfig, VllmConfig
 
 
 def test_kv_offloading_is_refused_inside_vllm_config() -> None:
@@ -31,3 +32,19 @@ def test_collect_detailed_traces_needs_an_endpoint() -> None:
         ValueError, match="collect_detailed_traces requires `--otlp-traces-endpoint` to be set"
     ):
         ObservabilityConfig(collect_detailed_traces=["model"])
+
+
+def test_set_from_env_is_held_to_attention_configs_own_pairs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM's `_set_from_env_if_set` reads any vLLM variable into any attribute; a caller reaches it here,
+    so only the variables and fields AttentionConfig pairs itself are accepted."""
+    config = AttentionConfig()
+    monkeypatch.setenv("VLLM_USE_CUDNN_PREFILL", "1")
+    config._set_from_env_if_set("use_cudnn_prefill", "VLLM_USE_CUDNN_PREFILL")
+    assert config.use_cudnn_prefill is True
+    with pytest.raises(
+        ValueError, match="'HOME' is not one of the environment variables AttentionConfig reads"
+    ):
+        config._set_from_env_if_set("backend", "HOME")
+    with pytest.raises(ValueError, match="'__class__' is not a field of AttentionConfig"):
+        config._set_from_env_if_set("__class__", "VLLM_USE_CUDNN_PREFILL")
+    assert type(config) is AttentionConfig

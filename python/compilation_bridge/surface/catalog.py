@@ -26,6 +26,7 @@ COMPILE_PACKAGE = "compilation_bridge.compile"
 # vLLM module -> the names of it we expose (each exported by compilation_bridge.vllm_config).
 VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config": (
+        "AttentionConfig",
         "CacheConfig",
         "CompilationConfig",
         "CompilationMode",
@@ -52,6 +53,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.vllm": (
         "VllmConfig",
         "OptimizationLevel",
+        "AttentionConfig",
         "CacheConfig",
         "CompilationConfig",
         "CompilationMode",
@@ -63,6 +65,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ParallelConfig",
         "SchedulerConfig",
     ),
+    "vllm.config.attention": ("AttentionConfig",),
     "vllm.config.cache": ("CacheConfig",),
     "vllm.config.device": ("DeviceConfig",),
     "vllm.config.load": ("LoadConfig",),
@@ -75,7 +78,6 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
-        "AttentionConfig",
         "ECTransferConfig",
         "KVEventsConfig",
         "KVTransferConfig",
@@ -115,6 +117,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "ParallelConfig": frozenset(),
     "ModelConfig": frozenset(),
     "DeviceConfig": frozenset(),
+    "AttentionConfig": frozenset({"_set_from_env_if_set"}),
     "CacheConfig": frozenset({"_validate_cache_dtype"}),
     "LoadConfig": frozenset({"_lowercase_load_format", "_validate_ignore_patterns"}),
     "ObservabilityConfig": frozenset(
@@ -127,7 +130,14 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     ),
     "Range": frozenset(),
 }
-ENUM_TYPES = ("CompilationMode", "CUDAGraphMode", "DynamicShapesType", "OptimizationLevel")
+# AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
+ENUM_TYPES = (
+    "CompilationMode",
+    "CUDAGraphMode",
+    "DynamicShapesType",
+    "OptimizationLevel",
+    "AttentionBackendEnum",
+)
 # Besides the fields construction caps, set_attr can write the padding table: capped the same way.
 PADDING_TABLE_FIELD = "bs_to_padded_graph_size"
 

@@ -4,6 +4,7 @@ Names, fields, defaults, validators, error types and messages, `repr`, equality 
 follow vLLM 0.14.0 (`vllm.config`). Importing this package never imports torch.
 """
 
+from compilation_bridge.vllm_config.attention import AttentionBackendEnum, AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
 from compilation_bridge.vllm_config.device import DeviceConfig
@@ -24,6 +25,8 @@ from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
+    "AttentionBackendEnum",
+    "AttentionConfig",
     "CUDAGraphMode",
     "CacheConfig",
     "CompilationConfig",

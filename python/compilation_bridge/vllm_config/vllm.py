@@ -14,10 +14,11 @@ from typing import Any
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
+from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
-from compilation_bridge.vllm_config.engine_defaults import AttentionConfig, empty_factors_hash
+from compilation_bridge.vllm_config.engine_defaults import empty_factors_hash
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.load import LoadConfig
@@ -52,8 +53,7 @@ class VllmConfig:
     """Device configuration."""
     load_config: LoadConfig = Field(default_factory=LoadConfig)
     """Load configuration."""
-    # Held at vLLM's defaults (not served yet); part of the hash only.
-    attention_config: AttentionConfig = dataclasses.field(default_factory=AttentionConfig, init=False)
+    attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
     """Attention configuration."""
     observability_config: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     """Observability configuration."""

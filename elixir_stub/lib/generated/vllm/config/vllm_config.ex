@@ -44,6 +44,7 @@ defmodule Vllm.Config.VllmConfig do
   - `scheduler_config` - Scheduler configuration.
   - `device_config` - Device configuration.
   - `load_config` - Load configuration.
+  - `attention_config` - Attention configuration.
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
   - `instance_id` - The ID of the vLLM instance.
@@ -130,6 +131,11 @@ defmodule Vllm.Config.VllmConfig do
           {:ok, term()} | {:error, Snakepit.Error.t()}
   def validate_mamba_block_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :validate_mamba_block_size, [], opts)
+  end
+
+  @spec attention_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def attention_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :attention_config)
   end
 
   @spec cache_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
