@@ -1,9 +1,21 @@
 defmodule CompilationBridge.OtherModulesTest do
-  @moduledoc "The other generated modules (enums, PassConfig, VllmConfig, Range) against real workers."
+  @moduledoc """
+  The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
+  ObservabilityConfig, AttentionConfig) against real workers.
+  """
   use ExUnit.Case, async: true
 
   alias SnakeBridge.Ref
   alias Vllm.Config.{CompilationConfig, CompilationMode, CUDAGraphMode, PassConfig, VllmConfig}
+
+  alias Vllm.Config.{
+    AttentionConfig,
+    CacheConfig,
+    LoadConfig,
+    ObservabilityConfig,
+    ParallelConfig
+  }
+
   alias Vllm.Config.Compilation.{DynamicShapesConfig, DynamicShapesType, Range}
 
   test "enum members: IntEnums are integers, plain enums are refs with name and value" do
@@ -41,5 +53,112 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, range} = Range.new(1, 8)
     assert {:ok, false} = Range.is_single_size(range)
     assert {:ok, 8} = SnakeBridge.Runtime.get_attr(range, :end)
+  end
+
+  test "CacheConfig: every function of the published module" do
+    assert {:ok, cache} = CacheConfig.new(32, 0.5, 2),
+           "new/3: the first three fields, positionally"
+
+    for getter <-
+          ~w(block_size cache_dtype calculate_kv_scales cpu_kvcache_space_bytes cpu_offload_gb
+                     enable_prefix_caching gpu_memory_utilization is_attention_free kv_cache_memory_bytes
+                     kv_offloading_backend kv_offloading_size kv_sharing_fast_prefill mamba_block_size
+                     mamba_cache_dtype mamba_page_size_padded mamba_ssm_cache_dtype num_cpu_blocks
+                     num_gpu_blocks num_gpu_blocks_override prefix_caching_hash_algo sliding_window
+                     swap_space)a do
+      assert {:ok, _} = apply(CacheConfig, getter, [cache]), "#{getter}"
+    end
+
+    assert {:ok, 32} = CacheConfig.block_size(cache)
+    assert {:ok, hash} = CacheConfig.compute_hash(cache)
+    assert byte_size(hash) == 64
+    assert {:ok, %{"swap_space" => "2.0"}} = CacheConfig.metrics_info(cache)
+    assert {:ok, "fp8"} = CacheConfig._validate_cache_dtype(cache, "fp8")
+    {:ok, parallel} = ParallelConfig.new(tensor_parallel_size: 2)
+    assert {:ok, nil} = CacheConfig.verify_with_parallel_config(cache, parallel)
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             CacheConfig.new(cache_dtype: "int3")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+  end
+
+  test "LoadConfig and ObservabilityConfig: every function of the published modules" do
+    assert {:ok, load} = LoadConfig.new(load_format: "SafeTensors")
+    assert {:ok, "safetensors"} = LoadConfig.load_format(load)
+
+    for getter <-
+          ~w(device download_dir ignore_patterns model_loader_extra_config pt_load_map_location
+                     safetensors_load_strategy use_tqdm_on_load)a do
+      assert {:ok, _} = apply(LoadConfig, getter, [load]), "#{getter}"
+    end
+
+    assert {:ok, "gguf"} = LoadConfig._lowercase_load_format(load, "GGUF")
+    assert {:ok, ["x"]} = LoadConfig._validate_ignore_patterns(load, ["x"])
+    assert {:ok, load_hash} = LoadConfig.compute_hash(load)
+
+    assert {:ok, seen} = ObservabilityConfig.new(show_hidden_metrics_for_version: "0.13")
+    assert {:ok, true} = ObservabilityConfig.show_hidden_metrics(seen)
+
+    for getter <-
+          ~w(collect_detailed_traces collect_model_execute_time collect_model_forward_time
+                     cudagraph_metrics enable_layerwise_nvtx_tracing enable_logging_iteration_details
+                     enable_mfu_metrics enable_mm_processor_stats kv_cache_metrics
+                     kv_cache_metrics_sample otlp_traces_endpoint show_hidden_metrics_for_version)a do
+      assert {:ok, _} = apply(ObservabilityConfig, getter, [seen]), "#{getter}"
+    end
+
+    assert {:ok, ["model", "worker"]} =
+             ObservabilityConfig._validate_collect_detailed_traces(seen, ["model,worker"])
+
+    assert {:ok, nil} = ObservabilityConfig._validate_otlp_traces_endpoint(seen, nil)
+
+    assert {:ok, "0.12"} =
+             ObservabilityConfig._validate_show_hidden_metrics_for_version(seen, "0.12")
+
+    assert {:ok, %SnakeBridge.Ref{}} = ObservabilityConfig._validate_tracing_config(seen)
+    assert {:ok, ^load_hash} = ObservabilityConfig.compute_hash(seen), "both hash no factors"
+
+    {:ok, cache} = CacheConfig.new(block_size: 64)
+
+    assert {:ok, vc} =
+             VllmConfig.new(cache_config: cache, load_config: load, observability_config: seen)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "CacheConfig"} = held} = VllmConfig.cache_config(vc)
+    assert {:ok, 64} = CacheConfig.block_size(held)
+  end
+
+  test "AttentionConfig: every function of the published module" do
+    assert {:ok, attention} = AttentionConfig.new(backend: "flash_attn", flash_attn_version: 3)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"} = backend} =
+             AttentionConfig.backend(attention)
+
+    assert {:ok, "FLASH_ATTN"} = SnakeBridge.Runtime.get_attr(backend, :name)
+
+    for getter <-
+          ~w(disable_flashinfer_prefill disable_flashinfer_q_quantization
+                     flash_attn_max_num_splits_for_cuda_graph flash_attn_version use_cudnn_prefill
+                     use_prefill_decode_attention use_trtllm_attention use_trtllm_ragged_deepseek_prefill)a do
+      assert {:ok, _} = apply(AttentionConfig, getter, [attention]), "#{getter}"
+    end
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"}} =
+             AttentionConfig.validate_backend_before(attention, "triton_attn")
+
+    assert {:ok, 7} = AttentionConfig.validate_backend_before(attention, 7)
+
+    assert {:ok, nil} =
+             AttentionConfig._set_from_env_if_set(
+               attention,
+               "use_cudnn_prefill",
+               "VLLM_USE_CUDNN_PREFILL"
+             )
+
+    assert {:ok, hash} = AttentionConfig.compute_hash(attention)
+    assert byte_size(hash) == 64
+
+    assert {:ok, vc} = VllmConfig.new(attention_config: attention)
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionConfig"}} = VllmConfig.attention_config(vc)
   end
 end

@@ -282,7 +282,17 @@ def _short(v: Any, limit: int = 600) -> str:
     return s if len(s) <= limit else s[:limit] + "..."
 
 
-CONFIG_CATEGORIES = ("CompilationConfig", "PassConfig", "DynamicShapesConfig", "ModelConfig", "VllmConfig")
+CONFIG_CATEGORIES = (
+    "CompilationConfig",
+    "PassConfig",
+    "DynamicShapesConfig",
+    "ModelConfig",
+    "VllmConfig",
+    "CacheConfig",
+    "LoadConfig",
+    "ObservabilityConfig",
+    "AttentionConfig",
+)
 
 
 def category(req: Mapping[str, Any]) -> str:

@@ -408,7 +408,16 @@ def test_scheduler_errors(check: Any, platform: str, sched: dict[str, Any]) -> N
     check_vllm(check, platform, {}, scheduler_config=scheduler(**sched))
 
 
-SUB_CONFIGS = ("model_config", "scheduler_config", "parallel_config", "device_config", "cache_config")
+SUB_CONFIGS = (
+    "model_config",
+    "scheduler_config",
+    "parallel_config",
+    "device_config",
+    "cache_config",
+    "load_config",
+    "observability_config",
+    "attention_config",
+)
 
 
 @pytest.mark.parametrize("model", list(MODELS))

@@ -130,9 +130,13 @@ def _kernel_free_fusion_table() -> None:
 
 def _api() -> dict[str, Any]:
     from vllm.config import (
+        AttentionConfig,
+        CacheConfig,
         CompilationConfig,
         DeviceConfig,
+        LoadConfig,
         ModelConfig,
+        ObservabilityConfig,
         ParallelConfig,
         SchedulerConfig,
         VllmConfig,
@@ -146,6 +150,7 @@ def _api() -> dict[str, Any]:
     )
     from vllm.config.utils import Range
     from vllm.config.vllm import OptimizationLevel
+    from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     return {
         "CompilationConfig": CompilationConfig,
@@ -161,6 +166,11 @@ def _api() -> dict[str, Any]:
         "ParallelConfig": ParallelConfig,
         "ModelConfig": ModelConfig,
         "DeviceConfig": DeviceConfig,
+        "CacheConfig": CacheConfig,
+        "LoadConfig": LoadConfig,
+        "ObservabilityConfig": ObservabilityConfig,
+        "AttentionConfig": AttentionConfig,
+        "AttentionBackendEnum": AttentionBackendEnum,
     }
 
 

@@ -16,7 +16,8 @@ BUILD is one of:
 
 - ``{"kind": "new", "cls": NAME, "args": [...], "kwargs": {...}}``: ``NAME(*args, **kwargs)``;
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
-  "parallel_config": {...}, "device_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
+  "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
+  "observability_config": {...}, "attention_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
@@ -77,6 +78,11 @@ API_NAMES = (
     "ParallelConfig",
     "ModelConfig",
     "DeviceConfig",
+    "CacheConfig",
+    "LoadConfig",
+    "ObservabilityConfig",
+    "AttentionConfig",
+    "AttentionBackendEnum",
 )
 
 
@@ -155,6 +161,10 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("scheduler_config", "SchedulerConfig"),
         ("parallel_config", "ParallelConfig"),
         ("device_config", "DeviceConfig"),
+        ("cache_config", "CacheConfig"),
+        ("load_config", "LoadConfig"),
+        ("observability_config", "ObservabilityConfig"),
+        ("attention_config", "AttentionConfig"),
     ):
         state["stage"] = key
         if key in b:

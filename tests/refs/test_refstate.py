@@ -13,10 +13,14 @@ from hypothesis import strategies as st
 
 from compilation_bridge.refs import state as refstate
 from compilation_bridge.vllm_config import (
+    AttentionConfig,
+    CacheConfig,
     CompilationConfig,
     CompilationMode,
     CUDAGraphMode,
     DynamicShapesConfig,
+    LoadConfig,
+    ObservabilityConfig,
     PassConfig,
     Range,
     VllmConfig,
@@ -37,7 +41,27 @@ def _configs() -> list[object]:
         VllmConfig(compilation_config=CompilationConfig(mode=3)),
         PassConfig(),
         DynamicShapesConfig(),
+        *_cache_load_observability(),
     ]
+
+
+def _cache_load_observability() -> list[object]:
+    cache = CacheConfig(block_size=32, cache_dtype="fp8", kv_offloading_size=1.5, sliding_window=64)
+    cache.num_gpu_blocks = 100  # init=False, set after profiling
+    load = LoadConfig(
+        load_format="Dummy", model_loader_extra_config={"n": [1, (2, 3)]}, ignore_patterns="*.pt"
+    )
+    observed = ObservabilityConfig(show_hidden_metrics_for_version="0.13")
+    observed.collect_detailed_traces = ["all"]  # as set_attr would (construction needs an OTLP endpoint)
+    assert observed.show_hidden_metrics and observed.collect_model_forward_time  # cached in the instance
+    engine = VllmConfig(
+        cache_config=CacheConfig(swap_space=1),
+        load_config=load,
+        observability_config=ObservabilityConfig(kv_cache_metrics=True),
+    )
+    attention = AttentionConfig(backend="flashinfer", flash_attn_version=3)
+    engine.attention_config = attention
+    return [CacheConfig(), cache, LoadConfig(), load, ObservabilityConfig(), observed, engine, attention]
 
 
 @pytest.mark.parametrize("config", _configs(), ids=lambda c: type(c).__name__)

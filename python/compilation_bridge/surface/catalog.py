@@ -26,12 +26,16 @@ COMPILE_PACKAGE = "compilation_bridge.compile"
 # vLLM module -> the names of it we expose (each exported by compilation_bridge.vllm_config).
 VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config": (
+        "AttentionConfig",
+        "CacheConfig",
         "CompilationConfig",
         "CompilationMode",
         "CUDAGraphMode",
         "PassConfig",
         "DeviceConfig",
+        "LoadConfig",
         "ModelConfig",
+        "ObservabilityConfig",
         "ParallelConfig",
         "SchedulerConfig",
         "VllmConfig",
@@ -49,16 +53,24 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.vllm": (
         "VllmConfig",
         "OptimizationLevel",
+        "AttentionConfig",
+        "CacheConfig",
         "CompilationConfig",
         "CompilationMode",
         "CUDAGraphMode",
         "DeviceConfig",
+        "LoadConfig",
         "ModelConfig",
+        "ObservabilityConfig",
         "ParallelConfig",
         "SchedulerConfig",
     ),
+    "vllm.config.attention": ("AttentionConfig",),
+    "vllm.config.cache": ("CacheConfig",),
     "vllm.config.device": ("DeviceConfig",),
+    "vllm.config.load": ("LoadConfig",),
     "vllm.config.model": ("ModelConfig",),
+    "vllm.config.observability": ("ObservabilityConfig",),
     "vllm.config.parallel": ("ParallelConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
 }
@@ -66,18 +78,14 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
-        "AttentionConfig",
-        "CacheConfig",
         "ECTransferConfig",
         "KVEventsConfig",
         "KVTransferConfig",
-        "LoadConfig",
         "LoRAConfig",
         "iter_architecture_defaults",
         "str_dtype_to_torch_dtype",
         "try_match_architecture_defaults",
         "MultiModalConfig",
-        "ObservabilityConfig",
         "EPLBConfig",
         "PoolerConfig",
         "SpeculativeConfig",
@@ -109,9 +117,27 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "ParallelConfig": frozenset(),
     "ModelConfig": frozenset(),
     "DeviceConfig": frozenset(),
+    "AttentionConfig": frozenset({"_set_from_env_if_set"}),
+    "CacheConfig": frozenset({"_validate_cache_dtype"}),
+    "LoadConfig": frozenset({"_lowercase_load_format", "_validate_ignore_patterns"}),
+    "ObservabilityConfig": frozenset(
+        {
+            "_validate_collect_detailed_traces",
+            "_validate_otlp_traces_endpoint",
+            "_validate_show_hidden_metrics_for_version",
+            "_validate_tracing_config",
+        }
+    ),
     "Range": frozenset(),
 }
-ENUM_TYPES = ("CompilationMode", "CUDAGraphMode", "DynamicShapesType", "OptimizationLevel")
+# AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
+ENUM_TYPES = (
+    "CompilationMode",
+    "CUDAGraphMode",
+    "DynamicShapesType",
+    "OptimizationLevel",
+    "AttentionBackendEnum",
+)
 # Besides the fields construction caps, set_attr can write the padding table: capped the same way.
 PADDING_TABLE_FIELD = "bs_to_padded_graph_size"
 

@@ -4,6 +4,8 @@ Names, fields, defaults, validators, error types and messages, `repr`, equality 
 follow vLLM 0.14.0 (`vllm.config`). Importing this package never imports torch.
 """
 
+from compilation_bridge.vllm_config.attention import AttentionBackendEnum, AttentionConfig
+from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
@@ -13,7 +15,9 @@ from compilation_bridge.vllm_config.enums import (
     DynamicShapesType,
     OptimizationLevel,
 )
+from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.range import Range
@@ -21,13 +25,18 @@ from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
+    "AttentionBackendEnum",
+    "AttentionConfig",
     "CUDAGraphMode",
+    "CacheConfig",
     "CompilationConfig",
     "CompilationMode",
     "DeviceConfig",
     "DynamicShapesConfig",
     "DynamicShapesType",
+    "LoadConfig",
     "ModelConfig",
+    "ObservabilityConfig",
     "OptimizationLevel",
     "ParallelConfig",
     "PassConfig",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compilation_bridge.settings import PLATFORM_ENV, PLATFORMS, choose, get_settings
+from compilation_bridge.vllm_config.logs import logger, warning_once
 
 if TYPE_CHECKING:
     from compilation_bridge.vllm_config.vllm import VllmConfig
@@ -51,6 +52,11 @@ class Platform:
     def default_block_size(self) -> int:
         return 16
 
+    def host_memory_bytes(self) -> int:
+        """RAM of the planning host (vLLM reads the machine's): 2 TiB on both platforms, as a node of
+        8 such GPUs has, so swap-space checks never depend on the machine that answers."""
+        return 2 * 2**40
+
     def use_custom_allreduce(self) -> bool:
         return False
 
@@ -84,13 +90,41 @@ class CpuPlatform(Platform):
     def worker_cls(self) -> str:
         return "vllm.v1.worker.cpu_worker.CPUWorker"
 
+    def kv_cache_space_bytes(self) -> int:
+        """vLLM's `CpuPlatform.get_device_total_memory`: VLLM_CPU_KVCACHE_SPACE (GiB), else half the
+        host's memory per NUMA node; the planning host (one NUMA node) stands in for this machine."""
+        space = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+        if space is None:
+            kv_cache_space = int(self.host_memory_bytes() * 0.5)
+            gib = f"{round(kv_cache_space / 2**30, 2)}"
+            warning_once("VLLM_CPU_KVCACHE_SPACE not set. Using %s GiB for KV cache.", gib)
+            return kv_cache_space
+        return int(space) * 2**30
+
     def check_and_update_config(self, vllm_config: VllmConfig) -> None:
         from compilation_bridge.vllm_config.enums import CompilationMode
 
         super().check_and_update_config(vllm_config)
         if vllm_config.model_config is not None:
             vllm_config.model_config.disable_cascade_attn = True
-        vllm_config.scheduler_config.async_scheduling = False
+        cache_config = vllm_config.cache_config
+        if cache_config.block_size % 32 != 0:
+            logger.warning(
+                "CPU backend prefers block_size is multiples of 32, "
+                "otherwise the performance is not optimized."
+            )
+        scheduler_config = vllm_config.scheduler_config
+        scheduler_config.async_scheduling = False
+        if (
+            scheduler_config.enable_chunked_prefill or cache_config.enable_prefix_caching
+        ) and cache_config.cache_dtype != "auto":
+            raise RuntimeError(
+                "Chunked-prefill and prefix-cache on the CPU backend is not compatible with FP8 KV cache."
+            )
+        if cache_config.cache_dtype != "auto":
+            logger.warning("CPU backend doesn't support KV cache quantization fallback to auto.")
+            cache_config.cache_dtype = "auto"
+        cache_config.cpu_kvcache_space_bytes = self.kv_cache_space_bytes()
         parallel = vllm_config.parallel_config
         if parallel.world_size > 1 and parallel.distributed_executor_backend not in (None, "mp"):
             parallel.distributed_executor_backend = "mp"

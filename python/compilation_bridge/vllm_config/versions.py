@@ -7,6 +7,8 @@ from importlib import metadata
 
 from packaging import version
 
+VLLM_VERSION = "0.14.0"  # the release whose behaviour (and hash factor) this package reproduces
+
 
 @functools.cache
 def torch_version() -> str:

@@ -11,22 +11,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
 
+from compilation_bridge.vllm_config.attention import AttentionConfig
+from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
-from compilation_bridge.vllm_config.engine_defaults import AttentionConfig, CacheConfig, empty_factors_hash
+from compilation_bridge.vllm_config.engine_defaults import empty_factors_hash
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
+from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVEL_TO_CONFIG
 from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.platforms import current_platform
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.versions import VLLM_VERSION
 
-VLLM_VERSION = "0.14.0"  # the release whose behaviour (and hash factor) this package reproduces
 _ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
 
 
@@ -39,12 +43,20 @@ class VllmConfig:
 
     model_config: ModelConfig = Field(default=None)
     """Model configuration."""
+    cache_config: CacheConfig = Field(default_factory=CacheConfig)
+    """Cache configuration."""
     parallel_config: ParallelConfig = Field(default_factory=ParallelConfig)
     """Parallel configuration."""
     scheduler_config: SchedulerConfig = Field(default_factory=SchedulerConfig.default_factory)
     """Scheduler configuration."""
     device_config: DeviceConfig = Field(default_factory=DeviceConfig)
     """Device configuration."""
+    load_config: LoadConfig = Field(default_factory=LoadConfig)
+    """Load configuration."""
+    attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
+    """Attention configuration."""
+    observability_config: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    """Observability configuration."""
     compilation_config: CompilationConfig = Field(default_factory=CompilationConfig)
     """`torch.compile` and cudagraph capture configuration for the model.
 
@@ -61,11 +73,6 @@ class VllmConfig:
     performance, with -O0 having the best startup time and -O3 having the best
     performance. -02 is used by defult. See  OptimizationLevel for full
     description."""
-    # Held at vLLM's defaults; part of the hash only.
-    cache_config: CacheConfig = dataclasses.field(default_factory=CacheConfig, init=False)
-    """Cache configuration."""
-    attention_config: AttentionConfig = dataclasses.field(default_factory=AttentionConfig, init=False)
-    """Attention configuration."""
 
     def compute_hash(self) -> str:
         """vLLM's engine hash: md5 of every sub-config's hash, first 10 hex digits."""
@@ -77,13 +84,13 @@ class VllmConfig:
             self.parallel_config.compute_hash(),
             self.scheduler_config.compute_hash(),
             self.device_config.compute_hash(),
-            empty,  # load_config
+            self.load_config.compute_hash(),
             self.attention_config.compute_hash(),
             "None",  # lora_config
             "None",  # speculative_config
             empty,  # structured_outputs_config
             empty,  # profiler_config
-            empty,  # observability_config
+            self.observability_config.compute_hash(),
             self.compilation_config.compute_hash(),
             "None",  # kv_transfer_config
             "None",  # ec_transfer_config
@@ -107,6 +114,7 @@ class VllmConfig:
         if self.model_config is not None:
             self.model_config.verify_with_parallel_config(self.parallel_config)
             self.parallel_config.is_moe_model = self.model_config.is_moe
+        self.cache_config.verify_with_parallel_config(self.parallel_config)
         self._resolve_async_scheduling()
 
         if (
@@ -151,6 +159,11 @@ class VllmConfig:
                 cc.custom_ops.append("+rms_norm")
 
         self._plan_cudagraphs()
+        if self.cache_config.kv_sharing_fast_prefill:  # no speculative config here, so no EAGLE conflict
+            warning_once(
+                "--kv-sharing-fast-prefill requires changes on model side for "
+                "correctness and to realize prefill savings."
+            )
         self._set_compile_ranges()
         current_platform.check_and_update_config(self)
         self._check_context_parallel_block_size()
@@ -165,6 +178,29 @@ class VllmConfig:
         self._check_microbatching()
         self._resolve_hybrid_kv_cache_manager()
         self._resolve_debug_dump_path()
+        self._refuse_kv_offloading()
+
+    @model_validator(mode="after")
+    def validate_mamba_block_size(self) -> "VllmConfig":
+        if self.model_config is None:
+            return self
+        mamba_block_size_is_set = (
+            self.cache_config.mamba_block_size is not None
+            and self.cache_config.mamba_block_size != self.model_config.max_model_len
+        )
+        if mamba_block_size_is_set and not self.cache_config.enable_prefix_caching:
+            raise ValueError("--mamba-block-size can only be set with --enable-prefix-caching")
+        return self
+
+    def _refuse_kv_offloading(self) -> None:
+        """vLLM's last step: with `kv_offloading_size` set it makes a KVTransferConfig (an offloading
+        connector), which changes the engine hash. The worker does not serve KVTransferConfig, so it
+        refuses the request rather than answer a hash that differs from vLLM's."""
+        if self.cache_config.kv_offloading_size is not None:
+            raise NotImplementedError(
+                "cache_config.kv_offloading_size needs a KVTransferConfig, which this worker does not "
+                "serve (vLLM 0.14.0 would create one here)"
+            )
 
     def _resolve_async_scheduling(self) -> None:
         scheduler, parallel = self.scheduler_config, self.parallel_config

@@ -39,9 +39,13 @@ defmodule Vllm.Config.VllmConfig do
   ## Fields
 
   - `model_config` - Model configuration.
+  - `cache_config` - Cache configuration.
   - `parallel_config` - Parallel configuration.
   - `scheduler_config` - Scheduler configuration.
   - `device_config` - Device configuration.
+  - `load_config` - Load configuration.
+  - `attention_config` - Attention configuration.
+  - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
@@ -116,6 +120,29 @@ defmodule Vllm.Config.VllmConfig do
     )
   end
 
+  @doc """
+  Python method `VllmConfig.validate_mamba_block_size`.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec validate_mamba_block_size(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def validate_mamba_block_size(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :validate_mamba_block_size, [], opts)
+  end
+
+  @spec attention_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def attention_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :attention_config)
+  end
+
+  @spec cache_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def cache_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :cache_config)
+  end
+
   @spec compilation_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def compilation_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :compilation_config)
@@ -131,9 +158,19 @@ defmodule Vllm.Config.VllmConfig do
     SnakeBridge.Runtime.get_attr(ref, :instance_id)
   end
 
+  @spec load_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def load_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :load_config)
+  end
+
   @spec model_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def model_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :model_config)
+  end
+
+  @spec observability_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def observability_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :observability_config)
   end
 
   @spec optimization_level(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
