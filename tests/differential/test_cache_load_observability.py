@@ -195,7 +195,11 @@ def test_otlp_endpoint_without_opentelemetry(
     have it; then it accepts, as vLLM does where it is installed)."""
     from compilation_bridge.vllm_config import ObservabilityConfig, observability
 
-    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # `import opentelemetry...` raises ImportError
+    # `import opentelemetry...` raises ImportError; submodules another test loaded are blocked too, since
+    # an import finds a loaded submodule in sys.modules without looking at its package.
+    for name in [n for n in sys.modules if n == "opentelemetry" or n.startswith("opentelemetry.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
     observability.otel_import_error.cache_clear()
     try:
         for endpoint in ("http://collector:4317", ""):
