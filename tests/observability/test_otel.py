@@ -63,9 +63,14 @@ def collector() -> Iterator[Collector]:
 
 
 @pytest.fixture
-def served(collector: Collector, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+def served(
+    collector: Collector, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Served]:
+    """A worker exporting to `collector`; indirect parameters name OpenTelemetry's sampler."""
     monkeypatch.setenv(OTEL_ENDPOINT_ENV, collector.endpoint + "/v1/traces")  # Snakepit's form of it
     monkeypatch.setenv(INSTANCE_ID_ENV, "worker-7")
+    if getattr(request, "param", None):
+        monkeypatch.setenv("OTEL_TRACES_SAMPLER", request.param)
     worker = Worker(refs=LocalRefTable())
     worker.start()
     server = build_server(ServeOptions(), worker.dispatcher)
@@ -174,6 +179,23 @@ def test_the_worker_metrics_count_calls_errors_refs_and_memory(served: Served, c
     assert resident.as_int > 0
 
 
+@needs_otel
+# parentbased: a phase follows its parent, so phases are dropped only if the call's context says so
+@pytest.mark.parametrize("served", ["parentbased_always_off"], indirect=True)
+def test_an_unsampled_call_has_no_spans_nor_phases_but_counts(served: Served, collector: Collector) -> None:
+    from compilation_bridge.compile import progress
+    from compilation_bridge.observability import hub
+
+    served.session.call_class("vllm.config", "CompilationConfig", mode=3)
+    call = hub.Call("snakebridge.call", "function:m.f", "S1", "corr-unsampled")
+    with hub.observed(call), progress.step("trace", num_tokens=8):  # as a compile inside a call would
+        progress.emit("graph_split", num_pieces=1)
+    served.stop()
+    assert collector.spans() == []
+    calls = {a["outcome"]: p.as_int for a, p in points(collector, "compilation_bridge.calls")}
+    assert calls == {"ok": 2}
+
+
 def children(collector: Collector, parent: Any, name: str) -> list[Any]:
     return [s for s in collector.spans() if s.parent_span_id == parent.span_id and s.name == name]
 
@@ -219,19 +241,21 @@ def test_phases_nest_carry_point_events_and_say_when_they_failed() -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
     from opentelemetry.trace import StatusCode
 
     from compilation_bridge.compile import progress
     from compilation_bridge.observability import hub
     from compilation_bridge.observability.otel import OtelObserver
-    from compilation_bridge.observability.otel_recorder import CallRecorder, PinnedIds
+    from compilation_bridge.observability.otel_recorder import CallRecorder, SpanSink
 
     spans = InMemorySpanExporter()
-    ids = PinnedIds()
-    tracers = TracerProvider(id_generator=ids)
-    tracers.add_span_processor(SimpleSpanProcessor(spans))
+    tracers = TracerProvider()
+    processor = SimpleSpanProcessor(spans)
+    tracers.add_span_processor(processor)
     tracer = tracers.get_tracer("test")
-    recorder = CallRecorder(tracer, ids, MeterProvider().get_meter("test"))
+    sink = SpanSink(processor, tracers.resource, tracers.sampler, InstrumentationScope("test"))
+    recorder = CallRecorder(sink, MeterProvider().get_meter("test"))
     observer = OtelObserver(tracer, recorder)
     hub.add(observer)
     try:

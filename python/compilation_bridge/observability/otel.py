@@ -125,10 +125,11 @@ class _CallScope:
             _current.reset(self._token)
 
     def context(self) -> Context:
-        """An OpenTelemetry context whose current span is this call's (not built yet: its ids only)."""
-        ids = SpanContext(
-            self.trace_id, self.span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)
-        )
+        """An OpenTelemetry context whose current span is this call's (not built yet: its ids only,
+        flagged as the sampler will decide for it, so that its phases are kept or dropped with it)."""
+        sampled = self._recorder.sampled(self.trace_id)
+        flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+        ids = SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=flags)
         return trace.set_span_in_context(NonRecordingSpan(ids))
 
 

@@ -29,13 +29,14 @@ from opentelemetry.sdk.metrics.export import (
     PeriodicExportingMetricReader,
 )
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 import compilation_bridge
 from compilation_bridge.observability import hub
 from compilation_bridge.observability.otel import OtelObserver
-from compilation_bridge.observability.otel_recorder import CallRecorder, PinnedIds
+from compilation_bridge.observability.otel_recorder import CallRecorder, SpanSink
 from compilation_bridge.observability.readings import Readings
 from compilation_bridge.settings import OtelSettings
 
@@ -98,16 +99,17 @@ def start(wanted: OtelSettings, readings: Readings, console: TextIO | None = Non
     """Build the pipeline `wanted` asks for and register its observer with the hub."""
     out = console or sys.stderr  # never stdout: the port's frames travel there
     who = resource(wanted)
-    ids = PinnedIds()
-    tracers = TracerProvider(resource=who, id_generator=ids)
+    processors = SynchronousMultiSpanProcessor()  # phase spans through the tracer, call spans directly
     for exporter in _span_exporters(wanted, out):
-        tracers.add_span_processor(BatchSpanProcessor(exporter))
+        processors.add_span_processor(BatchSpanProcessor(exporter))
+    tracers = TracerProvider(resource=who, active_span_processor=processors)
     readers: list[MetricReader] = [PeriodicExportingMetricReader(e) for e in _metric_exporters(wanted, out)]
     meters = MeterProvider(resource=who, metric_readers=readers)
     version = compilation_bridge.__version__
     tracer, meter = tracers.get_tracer(SCOPE, version), meters.get_meter(SCOPE, version)
     _gauges(meter, readings)
-    observer = OtelObserver(tracer, CallRecorder(tracer, ids, meter))
+    sink = SpanSink(processors, who, tracers.sampler, InstrumentationScope(SCOPE, version))
+    observer = OtelObserver(tracer, CallRecorder(sink, meter))
     hub.add(observer)
     log.info("OpenTelemetry: spans and metrics to %s", wanted.endpoint or "stderr")
     return OtelExport(tracers, meters, observer)

@@ -1,11 +1,17 @@
 """Finished tool calls become OpenTelemetry spans and metrics here, on a thread of its own.
 
 On the call's thread the observer (`otel`) only notes what the call was: its `hub.Call`, the ids chosen
-for its span when it started, its end time and the progress events that had no phase to go to. Building
-a span and recording its measurements costs tens of microseconds of Python, a few percent of a call,
-and the budget for everything that watches the worker is 3% of a call (docs/observability.md, Cost).
-So the recorder drains the notes a few times a second and builds each span with the ids chosen at the
-start of its call (`PinnedIds`): the phase spans made while the call ran name it as their parent.
+for its span when it started, its end time and the progress events that had no phase to go to. The
+budget for everything that watches the worker is 3% of a call (docs/observability.md, Cost), and
+OpenTelemetry's Python SDK spends tens of microseconds on a span, so the recorder drains the notes a few
+times a second, off the call's thread. A call is over when its span is built: nothing can change it, so
+the recorder builds it finished (`ReadableSpan`), with the ids chosen at the call's start (the phase
+spans made while the call ran name it as their parent), and hands it to the span processors, rather than
+starting and ending a live span through a tracer (about four times the work).
+
+Every call counts in the metrics; spans follow OpenTelemetry's sampler (`OTEL_TRACES_SAMPLER`, every
+call by default), asked once per call with the call's trace id, so a call's phases are kept or dropped
+with it.
 
 Span names and attributes follow Snakepit's own Python server (`BridgeService/ExecuteTool`,
 `snakepit.tool`, `snakepit.session_id`, `snakepit.correlation_id`), so a trace search by the correlation id
@@ -20,10 +26,13 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import context
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SpanEvent
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace.sampling import Sampler
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
 from compilation_bridge.observability import hub
@@ -31,8 +40,9 @@ from compilation_bridge.observability import hub
 CALL_SPANS = {False: "BridgeService/ExecuteTool", True: "BridgeService/ExecuteStreamingTool"}
 TOOL, ERROR_TYPE, OUTCOME = "snakepit.tool", "error.type", "outcome"
 NO_CORRELATION = "-"  # what the transport records when a request carried no correlation id
+SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 DRAIN_EVERY_S = 0.2
-YIELD_EVERY = 16  # calls recorded between two yields of the interpreter (about 0.5 ms of work)
+YIELD_EVERY = 16  # calls recorded between two yields of the interpreter (well under a millisecond)
 MAX_SERIES = 1000
 OTHER = "other"
 # Calls noted and not yet recorded: beyond it the oldest are dropped, so a recorder that cannot keep up
@@ -50,38 +60,22 @@ class Finished:
     events: list[Event] | None  # progress events seen while no phase was open
 
 
-class PinnedIds(IdGenerator):
-    """Random ids, except for the next span the recorder's thread builds, whose ids were chosen when its
-    call started."""
+@dataclass(frozen=True)
+class SpanSink:
+    """Where finished call spans go, and as whom: the tracer provider's processors, resource and
+    sampler, and the instrumentation scope of the phase spans' tracer."""
 
-    def __init__(self) -> None:
-        self._random = RandomIdGenerator()
-        self._pinned = threading.local()
-
-    def pin(self, trace_id: int, span_id: int) -> None:
-        self._pinned.ids = (trace_id, span_id)
-
-    def generate_trace_id(self) -> int:
-        ids = getattr(self._pinned, "ids", None)
-        return ids[0] if ids else self._random.generate_trace_id()
-
-    def generate_span_id(self) -> int:
-        ids = getattr(self._pinned, "ids", None)
-        if not ids:
-            return self._random.generate_span_id()
-        self._pinned.ids = None  # a span takes its ids once: the next is its own
-        return int(ids[1])
-
-    def is_trace_id_random(self) -> bool:
-        return True
+    processor: SpanProcessor
+    resource: Resource
+    sampler: Sampler
+    scope: InstrumentationScope
 
 
 class CallRecorder:
     """Turns noted calls into spans and call metrics on its own thread, until `stop`."""
 
-    def __init__(self, tracer: Tracer, ids: PinnedIds, meter: Meter) -> None:
-        self._tracer = tracer
-        self._ids = ids
+    def __init__(self, sink: SpanSink, meter: Meter) -> None:
+        self._sink = sink
         self._calls, self._errors = Tally((TOOL, OUTCOME)), Tally((TOOL, ERROR_TYPE))
         meter.create_observable_counter(
             "compilation_bridge.calls",
@@ -109,6 +103,11 @@ class CallRecorder:
         """On the call's thread: a deque append, nothing more."""
         self._pending.append(finished)
 
+    def sampled(self, trace_id: int) -> bool:
+        """Whether the sampler keeps the call span of `trace_id` (and so its phases)."""
+        result = self._sink.sampler.should_sample(None, trace_id, CALL_SPANS[False], SpanKind.SERVER)
+        return result.decision.is_sampled()
+
     def stop(self) -> None:
         """Record what is noted, then end the thread."""
         self._stopping.set()
@@ -129,25 +128,35 @@ class CallRecorder:
 
     def _record(self, finished: Finished) -> None:
         call = finished.call
-        self._ids.pin(finished.trace_id, finished.span_id)
-        span = self._tracer.start_span(
-            CALL_SPANS[call.streaming],
-            context=context.Context(),  # a root: Snakepit propagates no trace context, only its id
-            kind=SpanKind.SERVER,
-            attributes=call_attributes(call),
-            start_time=call.started_ns,
-        )
-        for name, attributes, at in finished.events or ():
-            span.add_event(name, attributes, timestamp=at)
         outcome = "error" if call.error_type else "ok"
-        if call.error_type:
-            span.set_attribute(ERROR_TYPE, call.error_type)
-            span.set_status(Status(StatusCode.ERROR, call.error_type))
-            self._errors.add(call.tool, call.error_type)
-        span.end(end_time=finished.ended_ns)
         self._calls.add(call.tool, outcome)
+        if call.error_type:
+            self._errors.add(call.tool, call.error_type)
         self._duration.record(
             (finished.ended_ns - call.started_ns) / 1e9, {TOOL: call.tool, OUTCOME: outcome}
+        )
+        if self.sampled(finished.trace_id):
+            self._sink.processor.on_end(self._span(finished))
+
+    def _span(self, finished: Finished) -> ReadableSpan:
+        call = finished.call
+        attributes = call_attributes(call)
+        status = Status()  # unset: a call that answered
+        if call.error_type:
+            attributes[ERROR_TYPE] = call.error_type
+            status = Status(StatusCode.ERROR, call.error_type)
+        return ReadableSpan(
+            name=CALL_SPANS[call.streaming],
+            context=SpanContext(finished.trace_id, finished.span_id, is_remote=False, trace_flags=SAMPLED),
+            parent=None,  # a root: Snakepit propagates no trace context, only its correlation id
+            resource=self._sink.resource,
+            attributes=attributes,
+            events=[SpanEvent(name, attrs, timestamp=at) for name, attrs, at in finished.events or ()],
+            kind=SpanKind.SERVER,
+            status=status,
+            start_time=call.started_ns,
+            end_time=finished.ended_ns,
+            instrumentation_scope=self._sink.scope,
         )
 
 
