@@ -102,9 +102,10 @@ def start(wanted: OtelSettings, readings: Readings, console: TextIO | None = Non
     processors = SynchronousMultiSpanProcessor()  # phase spans through the tracer, call spans directly
     for exporter in _span_exporters(wanted, out):
         processors.add_span_processor(BatchSpanProcessor(exporter))
-    tracers = TracerProvider(resource=who, active_span_processor=processors)
+    # Not at exit: `stop` shuts them down within the worker's time, and a second shutdown only warns.
+    tracers = TracerProvider(resource=who, active_span_processor=processors, shutdown_on_exit=False)
     readers: list[MetricReader] = [PeriodicExportingMetricReader(e) for e in _metric_exporters(wanted, out)]
-    meters = MeterProvider(resource=who, metric_readers=readers)
+    meters = MeterProvider(resource=who, metric_readers=readers, shutdown_on_exit=False)
     version = compilation_bridge.__version__
     tracer, meter = tracers.get_tracer(SCOPE, version), meters.get_meter(SCOPE, version)
     _gauges(meter, readings)
