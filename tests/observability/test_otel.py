@@ -314,7 +314,7 @@ active = hub.active()
 server.stop(0)
 worker.stop()
 imported = sorted(m for m in sys.modules if m.split(".")[0] == "opentelemetry")
-print(json.dumps({"active": active, "imported": imported}), file=sys.stderr)
+print("REPORT", json.dumps({"active": active, "imported": imported}), file=sys.stderr)
 """
 
 
@@ -329,7 +329,9 @@ def one_call_in_a_process(env: dict[str, str], prelude: str = "") -> tuple[dict[
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stderr.strip().splitlines()[-1])
+    # Found by its mark: grpc may log a line of its own as the process ends.
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("REPORT ")]
+    report = json.loads(line.removeprefix("REPORT "))
     return report, done.stdout, done.stderr
 
 
