@@ -7,7 +7,7 @@
 # on Linux x86_64 serves the CUDA build (it runs on CPU too, but it is several GB): the script says which
 # build it got.
 #
-# Usage: scripts/setup_venv.sh [EXTRAS]          (EXTRAS: e.g. "test"; PYTHON picks the interpreter)
+# Usage: scripts/setup_venv.sh [EXTRAS]          (EXTRAS: e.g. "test" or "test,otel"; PYTHON picks the interpreter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras=${1:-}

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() { echo "test: $*" >&2; }
-bash scripts/setup_venv.sh test
+bash scripts/setup_venv.sh test,otel   # otel: the OpenTelemetry tests run, not skip
 step "the vLLM 0.14.0 oracle environment (.oracle-venv) for the differential tests"
 bash scripts/setup_oracle.sh
 step "lint: ruff; types: mypy"

@@ -139,6 +139,12 @@ GRPC_ADDRESS_ENV = "SNAKEPIT_GRPC_ADDRESS"
 ELIXIR_ADDRESS_ENV = "SNAKEPIT_ELIXIR_ADDRESS"
 PROCESS_GROUP_ENV = "SNAKEPIT_PROCESS_GROUP"
 XDG_CACHE_HOME_ENV = "XDG_CACHE_HOME"
+# OpenTelemetry (observability/otel_export.py): the names Snakepit's own Python server reads.
+OTEL_ENDPOINT_ENV = "SNAKEPIT_OTEL_ENDPOINT"
+OTEL_CONSOLE_ENV = "SNAKEPIT_OTEL_CONSOLE"
+SERVICE_NAME_ENV = "SNAKEPIT_SERVICE_NAME"
+INSTANCE_ID_ENV = "SNAKEPIT_INSTANCE_ID"
+DEFAULT_SERVICE_NAME = "snakepit.python.bridge"  # Snakepit's, so dashboards built for its workers match
 PLATFORMS = ("cpu", "cuda")
 LOG_LEVELS = ("debug", "info", "warning", "error", "none")
 DEFAULT_MAX_MODEL_BYTES = 1 << 30
@@ -320,6 +326,25 @@ def log_level_setting(default: str) -> str:
 def log_format_setting() -> str:
     """`json` when COMPILATION_BRIDGE_LOG_FORMAT says so (any case), otherwise `text`."""
     return "json" if os.environ.get(LOG_FORMAT_ENV, "").strip().lower() == "json" else "text"
+
+
+@dataclass(frozen=True)
+class OtelSettings:
+    endpoint: str  # an OTLP/HTTP URL; empty: no export over the network
+    console: bool  # spans and metrics also printed to stderr
+    service_name: str
+    instance_id: str  # empty: a fresh one per process
+
+
+def otel_settings() -> OtelSettings | None:
+    """What OpenTelemetry exports, or None when neither an endpoint nor the console asks for it (then
+    nothing of OpenTelemetry is imported)."""
+    endpoint = _read(OTEL_ENDPOINT_ENV).strip()
+    console = env_flag(OTEL_CONSOLE_ENV)
+    if not endpoint and not console:
+        return None
+    service = _read(SERVICE_NAME_ENV).strip() or DEFAULT_SERVICE_NAME
+    return OtelSettings(endpoint, console, service, _read(INSTANCE_ID_ENV).strip())
 
 
 def _platform_from_env() -> str | None:

@@ -308,6 +308,35 @@ VARIABLES: tuple[Variable, ...] = (
         ),
     ),
     Variable(
+        (settings.OTEL_ENDPOINT_ENV,),
+        "none: no OpenTelemetry",
+        (
+            "an OTLP/HTTP collector (`http://host:4318`, or Snakepit's form ending in `/v1/traces`): a "
+            "span per tool call and per compile phase, and the worker's metrics, go there. Needs the "
+            "`otel` extra (`pip install 'compilation-bridge[otel]'`); without it one warning at start "
+            "and the worker serves on ([observability.md](observability.md#opentelemetry))"
+        ),
+    ),
+    Variable(
+        (settings.OTEL_CONSOLE_ENV,),
+        "off",
+        (
+            "`1`: spans and metrics also printed to stderr (with no endpoint: only there). Snakepit's "
+            "own server prints spans to stdout when it has no endpoint, unless told `0`; this worker never "
+            "writes to stdout"
+        ),
+    ),
+    Variable(
+        (settings.SERVICE_NAME_ENV,),
+        f"`{settings.DEFAULT_SERVICE_NAME}`",
+        "OpenTelemetry's `service.name` of the worker's spans and metrics (as Snakepit's server)",
+    ),
+    Variable(
+        (settings.INSTANCE_ID_ENV,),
+        "a fresh id per process",
+        "OpenTelemetry's `service.instance.id` (as Snakepit's server)",
+    ),
+    Variable(
         (settings.READY_FILE_ENV,),
         "none",
         (

@@ -43,6 +43,20 @@ def test_table_with_only_some_benchmarks() -> None:
     assert len(table.splitlines()) == 3
 
 
+def test_the_observers_row_and_a_skipped_observers_benchmark() -> None:
+    observers = {
+        "on": {"p50_us": 1020.0},
+        "off": {"p50_us": 1000.0},
+        "p50_ratio": 1.02,
+        "target_ratio": 1.03,
+        "spans_exported": 800,
+    }
+    (row,) = markdown(None, None, None, observers).splitlines()[2:]
+    assert "observers on vs off" in row and "800 spans delivered" in row
+    assert row.endswith("| 1020 us | 1000 us | 1.02x | <= 1.03x |")
+    assert len(markdown(None, None, None, {"skipped": "no otel"}).splitlines()) == 2
+
+
 def test_page_says_how_and_on_what_it_was_measured() -> None:
     written = page(
         "| comparison | ours | baseline | ratio | target |\n", "compilation-bridge bench --only rpc"

@@ -57,6 +57,21 @@ def port_rows(port: dict[str, Any]) -> list[str]:
     ]
 
 
+def observer_rows(observers: dict[str, Any]) -> list[str]:
+    if "skipped" in observers:
+        return []
+    return [
+        _row(
+            "RPC per call p50, observers on vs off (OpenTelemetry to a loopback collector, telemetry "
+            f"stream open; {observers['spans_exported']} spans delivered)",
+            f"{observers['on']['p50_us']:.0f} us",
+            f"{observers['off']['p50_us']:.0f} us",
+            observers["p50_ratio"],
+            f"<= {observers['target_ratio']}x",
+        )
+    ]
+
+
 def compile_rows(figures: dict[str, Any]) -> list[str]:
     """Warm vs cold, ours warm vs torch.compile's own warm cache, compiled vs eager, heartbeats."""
     cold, warm = figures["cold"], figures["warm"]
@@ -108,10 +123,17 @@ def _heartbeat_rows(beats: dict[str, Any]) -> list[str]:
     return rows
 
 
-def markdown(rpc: dict[str, Any] | None, port: dict[str, Any] | None, compiled: dict[str, Any] | None) -> str:
+def markdown(
+    rpc: dict[str, Any] | None,
+    port: dict[str, Any] | None,
+    compiled: dict[str, Any] | None,
+    observers: dict[str, Any] | None = None,
+) -> str:
     lines = ["| comparison | ours | baseline | ratio | target |", "|---|---|---|---|---|"]
     if rpc is not None:
         lines += rpc_rows(rpc)
+    if observers is not None:
+        lines += observer_rows(observers)
     if port is not None:
         lines += port_rows(port)
     if compiled is not None:

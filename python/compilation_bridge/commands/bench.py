@@ -1,7 +1,8 @@
 """`compilation-bridge bench`: every benchmark of `compilation_bridge.bench` in one run, as ratios.
 
 RPC against a bare grpcio servicer, the Erlang port against gRPC, compile (ours against plain
-torch.compile, cold and warm; compiled against eager; heartbeats during a compile) and the ref store;
+torch.compile, cold and warm; compiled against eager; heartbeats during a compile), the ref store, and
+the worker with its observers on against off (OpenTelemetry and Snakepit's telemetry stream);
 `--markdown PATH` also writes the table of ratios as a page (`scripts/bench.sh`: docs/figures.md).
 Figures only: nothing is asserted.
 """
@@ -16,7 +17,7 @@ from typing import Any
 
 from compilation_bridge.commands.arguments import at_least, file_in_existing_folder
 
-BENCHMARKS = ("rpc", "port", "compile", "store")
+BENCHMARKS = ("rpc", "port", "compile", "store", "observers")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--only",
         choices=BENCHMARKS,
         action="append",
-        help="run only these benchmarks (repeatable; default: all four)",
+        help="run only these benchmarks (repeatable; default: all)",
     )
     # Checked now: the table is written after a run of minutes.
     parser.add_argument(
@@ -80,11 +81,26 @@ def _store(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
+def _observers(args: argparse.Namespace) -> dict[str, Any]:
+    from importlib.util import find_spec
+
+    if find_spec("opentelemetry") is None or find_spec("opentelemetry.proto") is None:
+        print("observers: skipped, the `otel` extra is not installed", file=sys.stderr)
+        return {"skipped": "the otel extra is not installed"}
+    from compilation_bridge.bench import observers
+
+    figures = observers.measure(iterations=args.iterations, warmup=args.warmup)
+    if not args.json:
+        observers.report(figures)
+    return figures
+
+
 RUNNERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "rpc": _rpc,
     "port": _port,
     "compile": _compile,
     "store": _store,
+    "observers": _observers,
 }
 
 
@@ -101,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         from compilation_bridge.bench.table import markdown, page
 
-        table = markdown(figures.get("rpc"), figures.get("port"), figures.get("compile"))
+        table = markdown(
+            figures.get("rpc"), figures.get("port"), figures.get("compile"), figures.get("observers")
+        )
         args.markdown.write_text(page(table, "compilation-bridge bench " + " ".join(sys.argv[2:])))
         print(f"wrote {args.markdown}", file=sys.stderr)
     return 0

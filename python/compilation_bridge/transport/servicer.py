@@ -9,7 +9,6 @@ own bounded set of threads.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -320,10 +319,15 @@ _OPERATION_KEYS = ("call_type", "python_module", "module_path", "class", "functi
 
 def _observed_call(request: pb.ExecuteToolRequest, streaming: bool) -> hub.Call:
     named: dict[str, Any] = {}
+    parameters = request.parameters
     for key in _OPERATION_KEYS:
-        if key in request.parameters:
-            with contextlib.suppress(ValueError):  # the call itself will say what is wrong with it
-                named[key] = jsonio.loads(request.parameters[key].value)
+        if key in parameters:
+            # try, not contextlib.suppress: this runs on every observed call, and suppress's context
+            # manager cost about as much as the decoding (4 us of 8 per call)
+            try:  # noqa: SIM105
+                named[key] = jsonio.loads(parameters[key].value)
+            except ValueError:
+                pass  # the call itself will say what is wrong with it
     return hub.Call(
         tool=request.tool_name[: hub.MAX_NAME_CHARS],
         operation=hub.operation_of(named),

@@ -1,0 +1,160 @@
+"""The observers benchmark: what watching the worker costs per call.
+
+Two workers started as Snakepit starts them, one with every observer on and one with none, get the
+standard workload (`workload`) interleaved iteration by iteration, the order alternating, so that machine
+noise hits both alike. "On" is what an operator and Snakepit switch on, so whatever observers the worker
+registers with its hub for them are measured: OpenTelemetry exporting to an OTLP/HTTP collector on
+loopback (`SNAKEPIT_OTEL_ENDPOINT`; `testing.otlp_collector`), and Snakepit's telemetry stream, opened
+and enabled as Snakepit does on every worker. "Off" has both off, so the hub has no observer. Prints
+figures; asserts nothing. Needs the `otel` extra (the collector decodes OTLP).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from compilation_bridge.bench import workload
+from compilation_bridge.bench.stats import summary
+from compilation_bridge.settings import OTEL_CONSOLE_ENV, OTEL_ENDPOINT_ENV
+from compilation_bridge.testing.session import SnakeBridgeSession
+from compilation_bridge.testing.worker_process import WorkerProcess
+from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
+
+TARGET_P50_RATIO = 1.03
+SIDES = ("on", "off")
+OFF_ENV = {OTEL_ENDPOINT_ENV: "", OTEL_CONSOLE_ENV: "0"}  # whatever the bench's own environment says
+
+
+class TelemetryStream:
+    """Snakepit's telemetry stream to one worker: opened, enabled with a toggle (as Snakepit's
+    `Snakepit.Telemetry.GrpcStream` does), its events counted until `close`."""
+
+    def __init__(self, worker: WorkerProcess) -> None:
+        self._controls: queue.Queue[pb.TelemetryControl | None] = queue.Queue()
+        self._controls.put(pb.TelemetryControl(toggle=pb.TelemetryToggle(enabled=True)))
+        self._call = worker.stub.StreamTelemetry(self._requests())
+        self.events = 0
+        self._reader = threading.Thread(target=self._read, name="telemetry-stream", daemon=True)
+        self._reader.start()
+
+    def _requests(self) -> Iterator[pb.TelemetryControl]:
+        while (control := self._controls.get()) is not None:
+            yield control
+
+    def _read(self) -> None:
+        try:
+            for _event in self._call:
+                self.events += 1
+        except grpc.RpcError:
+            pass  # cancelled by `close`, or the worker stopped
+
+    def close(self) -> None:
+        self._controls.put(None)
+        self._call.cancel()
+        self._reader.join(5)
+
+
+def _timed(worker: WorkerProcess, session: SnakeBridgeSession, tool: str, payload: Any) -> tuple[float, Any]:
+    request = session.request(tool, payload)
+    started = time.perf_counter()
+    response = worker.stub.ExecuteTool(request, timeout=30)
+    elapsed = time.perf_counter() - started
+    if not response.success:
+        raise RuntimeError(f"{tool} failed: {response.error_message}")
+    return elapsed, response
+
+
+def _workload(session: SnakeBridgeSession, worker: WorkerProcess) -> list[float]:
+    """One workload iteration on `worker`: each call's time."""
+    elapsed, response = _timed(worker, session, *workload.construct(session.session_id))
+    timings = [elapsed]
+    for tool, payload in workload.on_ref(session.session_id, json.loads(response.result.value)):
+        timings.append(_timed(worker, session, tool, payload)[0])
+    return timings
+
+
+def _cpu_s(worker: WorkerProcess) -> float:
+    """The worker's CPU time so far, all threads (Linux /proc), in seconds."""
+    with open(f"/proc/{worker.process.pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def _sample(
+    workers: dict[str, WorkerProcess], iterations: int, warmup: int
+) -> tuple[dict[str, list[float]], dict[str, float]]:
+    """Each side's call times, and the CPU time each worker spent meanwhile (its threads included: the
+    observers' work off the call path shows there)."""
+    sessions = {
+        side: SnakeBridgeSession(w.stub, w.session_id, session_id="bench") for side, w in workers.items()
+    }
+    samples: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, float] = {}
+    for n in range(warmup + iterations):
+        if n == warmup:
+            cpu = {side: _cpu_s(workers[side]) for side in SIDES}
+        for side in SIDES if n % 2 else reversed(SIDES):
+            timings = _workload(sessions[side], workers[side])
+            if n >= warmup:
+                samples[side] += timings
+    return samples, {side: _cpu_s(workers[side]) - cpu[side] for side in SIDES}
+
+
+def measure(iterations: int, warmup: int) -> dict[str, Any]:
+    from compilation_bridge.testing.otlp_collector import Collector
+
+    collector = Collector()
+    workers: dict[str, WorkerProcess] = {}
+    stream: TelemetryStream | None = None
+    try:
+        workers["on"] = WorkerProcess.spawn(
+            heartbeat_interval_s=None, extra_env={OTEL_ENDPOINT_ENV: collector.endpoint}
+        )
+        workers["off"] = WorkerProcess.spawn(heartbeat_interval_s=None, extra_env=OFF_ENV)
+        stream = TelemetryStream(workers["on"])
+        samples, cpu_s = _sample(workers, iterations, warmup)
+    finally:
+        if stream is not None:
+            stream.close()
+        for worker in workers.values():
+            worker.terminate()  # the "on" worker delivers its last spans as it stops
+        collector.close()
+    result: dict[str, Any] = {side: summary(samples[side]) for side in SIDES}
+    result["p50_ratio"] = result["on"]["p50_us"] / result["off"]["p50_us"]
+    result["p99_ratio"] = result["on"]["p99_us"] / result["off"]["p99_us"]
+    result["target_ratio"] = TARGET_P50_RATIO
+    for side in SIDES:
+        result[side]["cpu_us_per_call"] = cpu_s[side] / len(samples[side]) * 1e6
+    # Evidence that "on" was on: what the observers delivered.
+    result["spans_exported"] = len(collector.spans())
+    result["telemetry_events"] = stream.events if stream is not None else 0
+    result["calls_per_side"] = len(samples["on"])
+    return result
+
+
+def report(result: dict[str, Any]) -> None:
+    on, off = result["on"], result["off"]
+    print(f"observers on vs off ({result['calls_per_side']} calls each, interleaved)")
+    print(
+        f"per call p50: on {on['p50_us']:.0f}us, off {off['p50_us']:.0f}us, "
+        f"ratio {result['p50_ratio']:.3f}x (target <= {result['target_ratio']}x)"
+    )
+    print(
+        f"per call p99: on {on['p99_us']:.0f}us, off {off['p99_us']:.0f}us, ratio {result['p99_ratio']:.3f}x"
+    )
+    print(
+        f"worker CPU per call (all its threads): on {on['cpu_us_per_call']:.0f}us, "
+        f"off {off['cpu_us_per_call']:.0f}us"
+    )
+    print(
+        f"delivered while on: {result['spans_exported']} spans to the loopback OTLP collector, "
+        f"{result['telemetry_events']} events on the telemetry stream"
+    )
