@@ -44,6 +44,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "vllm_config/vllm.py": ("VLLM_*",),
     "vllm_config/platforms.py": ("VLLM_*",),
     "vllm_config/model.py": ("VLLM_*",),
+    "vllm_config/attention.py": ("VLLM_*",),
 }
 
 ENV_ATTRIBUTES = {"environ", "environb", "getenv", "getenvb"}

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import field_validator
 from pydantic.dataclasses import dataclass
 
-from compilation_bridge.vllm_config.env import env_with_choices
+from compilation_bridge.vllm_config.env import env_with_choices, int_flag, is_set, optional_int
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
 from compilation_bridge.vllm_config.logs import warning_once
 
@@ -86,15 +86,6 @@ class AttentionBackendEnum(Enum, metaclass=_AttentionBackendEnumMeta):
         return False
 
 
-def _int_flag(name: str) -> bool:
-    return bool(int(os.getenv(name, "0")))
-
-
-def _optional_int(name: str) -> int | None:
-    value = os.environ.get(name, None)
-    return None if value is None else int(value)
-
-
 def _trtllm_attention() -> bool | None:
     value = os.environ.get("VLLM_USE_TRTLLM_ATTENTION")
     return None if value is None else value.lower() in ("1", "true")
@@ -105,18 +96,18 @@ ENV_READERS: dict[str, Callable[[], Any]] = {
     "VLLM_ATTENTION_BACKEND": lambda: env_with_choices(
         "VLLM_ATTENTION_BACKEND", None, list(AttentionBackendEnum.__members__.keys())
     ),
-    "VLLM_FLASH_ATTN_VERSION": lambda: _optional_int("VLLM_FLASH_ATTN_VERSION"),
+    "VLLM_FLASH_ATTN_VERSION": lambda: optional_int("VLLM_FLASH_ATTN_VERSION"),
     "VLLM_V1_USE_PREFILL_DECODE_ATTENTION": lambda: (
         os.getenv("VLLM_V1_USE_PREFILL_DECODE_ATTENTION", "False").lower() in ("true", "1")
     ),
     "VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH": lambda: int(
         os.getenv("VLLM_FLASH_ATTN_MAX_NUM_SPLITS_FOR_CUDA_GRAPH", "32")
     ),
-    "VLLM_USE_CUDNN_PREFILL": lambda: _int_flag("VLLM_USE_CUDNN_PREFILL"),
-    "VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL": lambda: _int_flag("VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL"),
+    "VLLM_USE_CUDNN_PREFILL": lambda: int_flag("VLLM_USE_CUDNN_PREFILL"),
+    "VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL": lambda: int_flag("VLLM_USE_TRTLLM_RAGGED_DEEPSEEK_PREFILL"),
     "VLLM_USE_TRTLLM_ATTENTION": _trtllm_attention,
     "VLLM_DISABLE_FLASHINFER_PREFILL": lambda: os.environ.get("VLLM_DISABLE_FLASHINFER_PREFILL", "0") == "1",
-    "VLLM_FLASHINFER_DISABLE_Q_QUANTIZATION": lambda: _int_flag("VLLM_FLASHINFER_DISABLE_Q_QUANTIZATION"),
+    "VLLM_FLASHINFER_DISABLE_Q_QUANTIZATION": lambda: int_flag("VLLM_FLASHINFER_DISABLE_Q_QUANTIZATION"),
 }
 
 
@@ -183,7 +174,7 @@ class AttentionConfig:
             )
         if field_name not in _FIELD_NAMES:
             raise ValueError(f"{field_name!r} is not a field of AttentionConfig")
-        if env_var_name in os.environ:
+        if is_set(env_var_name):
             value = ENV_READERS[env_var_name]()
             if field_name == "backend":
                 value = self.validate_backend_before(value)

@@ -17,6 +17,21 @@ def env_with_choices(name: str, default: str | None, choices: Sequence[str]) -> 
     return value
 
 
+def int_flag(name: str) -> bool:
+    """vLLM's reading of an on/off variable: `bool(int(os.getenv(name, "0")))`."""
+    return bool(int(os.getenv(name, "0")))
+
+
+def optional_int(name: str) -> int | None:
+    """vLLM's reading of an optional integer variable: None when unset, else `int(value)`."""
+    value = os.environ.get(name, None)
+    return None if value is None else int(value)
+
+
+def is_set(name: str) -> bool:
+    return name in os.environ
+
+
 def disable_compile_cache() -> bool:
     """vLLM's `envs.VLLM_DISABLE_COMPILE_CACHE`: `bool(int(os.getenv("VLLM_DISABLE_COMPILE_CACHE", "0")))`.
 
