@@ -127,7 +127,8 @@ def test_without_observers_nothing_is_observed(session: SnakeBridgeSession) -> N
 
 
 def test_operation_names_are_short_and_never_fail() -> None:
-    assert hub.operation_of({}) == "function"
+    assert hub.operation_of({}) == "-"
+    assert hub.operation_of({"call_type": "stream_next"}) == "stream_next"
     attribute = {"call_type": "get_attr", "python_module": "m", "attr": "mode"}
     assert hub.operation_of(attribute) == "get_attr:m.mode"
     assert len(hub.operation_of({"function": "x" * 10_000})) == hub.MAX_NAME_CHARS

@@ -111,5 +111,6 @@ def operation_of(payload: Mapping[str, Any]) -> str:
     call_type = payload.get("call_type") or "function"
     owner = payload.get("class") or payload.get("python_module") or payload.get("module_path") or ""
     name = payload.get("function") or payload.get("attr") or ""
-    text = f"{call_type}:{owner}.{name}" if owner or name else str(call_type)
+    # a payload that names nothing (release_ref, release_session) has no operation beyond its tool
+    text = f"{call_type}:{owner}.{name}" if owner or name else str(payload.get("call_type") or "-")
     return text[:MAX_NAME_CHARS]

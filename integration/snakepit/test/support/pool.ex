@@ -36,11 +36,18 @@ defmodule RealClient.Pool do
   @doc """
   Starts the launcher recipe with `pool_size` workers under `instance_name` (the other modules count
   their workers by instance name), `overrides` merged into its pool's configuration, `extra_env` in its
-  workers' environment, and a ref store of its own (its quotas and contents start empty); on the caller's exit stops it, kills any worker still
+  workers' environment, `snakepit_env` in Snakepit's application environment, and a ref store of its
+  own (its quotas and contents start empty); on the caller's exit stops it, kills any worker still
   there (a replacement may still be starting) and removes the store. Call from `setup_all`; returns the
   instance name.
   """
-  def start_isolated!(instance_name, pool_size, overrides \\ %{}, extra_env \\ %{}) do
+  def start_isolated!(
+        instance_name,
+        pool_size,
+        overrides \\ %{},
+        extra_env \\ %{},
+        snakepit_env \\ []
+      ) do
     config =
       :launcher
       |> RealClient.Recipes.config!()
@@ -48,6 +55,7 @@ defmodule RealClient.Pool do
         Enum.map(pools, &Map.merge(%{&1 | pool_size: pool_size}, overrides))
       end)
       |> put_in([:snakepit, :instance_name], instance_name)
+      |> update_in([:snakepit], &Keyword.merge(&1, snakepit_env))
 
     state =
       Path.join(RealClient.Recipes.cache_root(), "state-#{System.unique_integer([:positive])}")
