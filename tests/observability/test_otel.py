@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -48,9 +49,14 @@ class Served:
     stub: pb_grpc.BridgeServiceStub
 
     def stop(self) -> None:
-        """Stop as `serve` does at SIGTERM: the server, then the worker (which delivers the last spans)."""
+        """Stop as `serve` does at SIGTERM: the server, then the worker (which delivers the last spans).
+        The worker waits for that delivery 1 s at most, as Snakepit's patience requires, and lets it go on
+        beyond; a loaded machine can take longer, so the test waits for it to end."""
         self.server.stop(0)
         self.worker.stop()
+        for thread in threading.enumerate():
+            if thread.name == "otel-stop":
+                thread.join(120)
 
 
 @pytest.fixture
