@@ -48,7 +48,7 @@ defmodule RealClient.SharedRefsTest do
     before = Pool.worker_pids(instance)
 
     # Both workers: whichever made the ref is certainly gone; the next calls run on their replacements.
-    for pid <- before, do: Pool.kill!(pid)
+    for pid <- before, do: Pool.kill_between_heartbeats!(pid)
 
     assert Pool.eventually(
              fn ->
@@ -56,7 +56,9 @@ defmodule RealClient.SharedRefsTest do
                length(pids) == 2 and Enum.all?(pids, &(&1 not in before))
              end,
              60_000
-           )
+           ),
+           "killed #{inspect(before)}; now #{inspect(Pool.worker_pids(instance))}; " <>
+             Pool.describe()
 
     assert Pool.eventually(fn -> match?({:ok, _}, CC.mode(cc)) end, 60_000)
 

@@ -176,7 +176,7 @@ defmodule RealClient.RecipeCase do
         # Kill a worker that is serving, not one still in Snakepit's post-ready sequence (Pool.settle/1).
         :ok = Pool.settle()
         [pid | _] = before = Pool.worker_pids(instance)
-        Pool.kill!(pid)
+        Pool.kill_between_heartbeats!(pid)
 
         # Generous wall-clock deadlines: a loaded machine may take seconds to start the replacement.
         # On failure, say which processes ran and what Snakepit's pool and supervisors held.
