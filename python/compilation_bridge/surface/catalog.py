@@ -221,6 +221,20 @@ def _test_hooks_loader() -> dict[str, Any]:
     return {"sleep": hooks.sleep, "spin": hooks.spin, "count": hooks.count, "heap": hooks.heap}
 
 
+# vLLM's engine and runtime (`vllm.LLM`, `LLMEngine`, `AsyncLLMEngine`, outputs, inputs, ...) need vLLM
+# itself: the refusal says where such calls belong instead of only that they are refused.
+ENGINE_HINT = (
+    ". This worker serves vLLM's configuration; vLLM's engine and runtime (vllm.LLM, LLMEngine, "
+    "AsyncLLMEngine, generate, chat, embed, ...) need vLLM itself: run them in a second Snakepit pool "
+    "whose workers run vLLM, and route those calls there with `__runtime__: [pool_name: ...]` "
+    '(docs/worker.md, "Configuration here, the engine in vLLM")'
+)
+
+
+def _engine_hint(module_name: str) -> str:
+    return ENGINE_HINT if module_name == "vllm" or module_name.startswith("vllm.") else ""
+
+
 def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:
     """The worker's surface. `wrap_compile` wraps `compile_model` when it loads: the protocol layer
     passes its recorder, so that another worker can rebuild a compiled model from the ref store
@@ -248,7 +262,7 @@ def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:
     )
     if conformance_hooks_enabled():
         modules.append(ExposedModule(TEST_HOOKS_MODULE, _test_hooks_loader))
-    return Surface(modules, value_check=check_size_value)
+    return Surface(modules, value_check=check_size_value, unexposed_hint=_engine_hint)
 
 
 def warm_up(surface: Surface, *, config_model: bool = True, compile_stack: bool = False) -> None:

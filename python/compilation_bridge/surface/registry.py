@@ -118,9 +118,12 @@ class Surface:
         self,
         modules: Iterable[ExposedModule],
         value_check: Callable[[str, Any], None] = lambda name, value: None,
+        unexposed_hint: Callable[[str], str] = lambda name: "",
     ) -> None:
         # value_check(field, value) vets what set_attr writes (caps on sizes; validators do not run).
         self._value_check = value_check
+        # unexposed_hint(module) adds to the refusal of a module that is not exposed: where to go instead.
+        self._unexposed_hint = unexposed_hint
         self._modules = {module.name: module for module in modules}
         self._types: dict[type, ExposedType] = {}
         self._names: dict[type, frozenset[str]] = {}
@@ -133,9 +136,10 @@ class Surface:
     def _module_attrs(self, module_name: Any) -> tuple[ExposedModule, dict[str, Any]]:
         module = self._modules.get(module_name) if isinstance(module_name, str) else None
         if module is None:
+            hint = self._unexposed_hint(module_name) if isinstance(module_name, str) else ""
             raise ImportError(
                 f"module {module_name!r} is not exposed by compilation-bridge "
-                f"(exposed modules: {', '.join(self.module_names())})"
+                f"(exposed modules: {', '.join(self.module_names())}){hint}"
             )
         if module._attrs is None:
             with self._lock:
