@@ -1,7 +1,7 @@
 defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
-  ObservabilityConfig, AttentionConfig) against real workers.
+  ObservabilityConfig, AttentionConfig, SpeechToTextConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -13,7 +13,8 @@ defmodule CompilationBridge.OtherModulesTest do
     CacheConfig,
     LoadConfig,
     ObservabilityConfig,
-    ParallelConfig
+    ParallelConfig,
+    SpeechToTextConfig
   }
 
   alias Vllm.Config.Compilation.{DynamicShapesConfig, DynamicShapesType, Range}
@@ -160,5 +161,26 @@ defmodule CompilationBridge.OtherModulesTest do
 
     assert {:ok, vc} = VllmConfig.new(attention_config: attention)
     assert {:ok, %SnakeBridge.Ref{type_name: "AttentionConfig"}} = VllmConfig.attention_config(vc)
+  end
+
+  test "SpeechToTextConfig: every function of the published module" do
+    assert {:ok, speech} = SpeechToTextConfig.new(22_050, 10, 2),
+           "new/3: the first three fields, positionally"
+
+    assert {:ok, 22_050.0} = SpeechToTextConfig.sample_rate(speech),
+           "a float field: coerced as in vLLM"
+
+    assert {:ok, 10} = SpeechToTextConfig.max_audio_clip_s(speech)
+    assert {:ok, 2} = SpeechToTextConfig.overlap_chunk_second(speech)
+    assert {:ok, 1600} = SpeechToTextConfig.min_energy_split_window_size(speech)
+    assert {:ok, true} = SpeechToTextConfig.allow_audio_chunking(speech)
+
+    assert {:ok, unchunked} = SpeechToTextConfig.new(min_energy_split_window_size: nil)
+    assert {:ok, false} = SpeechToTextConfig.allow_audio_chunking(unchunked)
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             SpeechToTextConfig.new(overlap_chunk_second: "soon")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
   end
 end

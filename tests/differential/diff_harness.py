@@ -292,6 +292,7 @@ CONFIG_CATEGORIES = (
     "LoadConfig",
     "ObservabilityConfig",
     "AttentionConfig",
+    "SpeechToTextConfig",
 )
 
 

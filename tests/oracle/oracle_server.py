@@ -139,6 +139,7 @@ def _api() -> dict[str, Any]:
         ObservabilityConfig,
         ParallelConfig,
         SchedulerConfig,
+        SpeechToTextConfig,
         VllmConfig,
     )
     from vllm.config.compilation import (
@@ -171,6 +172,7 @@ def _api() -> dict[str, Any]:
         "ObservabilityConfig": ObservabilityConfig,
         "AttentionConfig": AttentionConfig,
         "AttentionBackendEnum": AttentionBackendEnum,
+        "SpeechToTextConfig": SpeechToTextConfig,
     }
 
 

@@ -83,6 +83,7 @@ API_NAMES = (
     "ObservabilityConfig",
     "AttentionConfig",
     "AttentionBackendEnum",
+    "SpeechToTextConfig",
 )
 
 

@@ -17,6 +17,7 @@ from compilation_bridge.vllm_config import (
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
+    SpeechToTextConfig,
 )
 
 # Per class: the keywords it is built with, the attributes the generated module reads (get_attr) and the
@@ -105,11 +106,23 @@ GENERATED["AttentionConfig"] = (
     ),
     {"_set_from_env_if_set": ["use_cudnn_prefill", "VLLM_USE_CUDNN_PREFILL"], "compute_hash": []},
 )
+GENERATED["SpeechToTextConfig"] = (
+    {"sample_rate": 8000, "min_energy_split_window_size": None},
+    (
+        "allow_audio_chunking",
+        "max_audio_clip_s",
+        "min_energy_split_window_size",
+        "overlap_chunk_second",
+        "sample_rate",
+    ),
+    {},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
+    "SpeechToTextConfig": SpeechToTextConfig,
 }
 
 

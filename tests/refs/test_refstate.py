@@ -23,6 +23,7 @@ from compilation_bridge.vllm_config import (
     ObservabilityConfig,
     PassConfig,
     Range,
+    SpeechToTextConfig,
     VllmConfig,
 )
 
@@ -42,6 +43,8 @@ def _configs() -> list[object]:
         PassConfig(),
         DynamicShapesConfig(),
         *_cache_load_observability(),
+        SpeechToTextConfig(),
+        SpeechToTextConfig(sample_rate=22_050.5, max_audio_clip_s=None, min_energy_split_window_size=None),
     ]
 
 

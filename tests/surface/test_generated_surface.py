@@ -49,7 +49,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
             "PoolerConfig",
             "ProfilerConfig",
             "SpeculativeConfig",
-            "SpeechToTextConfig",
             "StructuredOutputsConfig",
             "SupportsMetricsInfo",
         )

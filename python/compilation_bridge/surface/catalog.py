@@ -38,6 +38,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ObservabilityConfig",
         "ParallelConfig",
         "SchedulerConfig",
+        "SpeechToTextConfig",
         "VllmConfig",
     ),
     "vllm.config.compilation": (
@@ -73,6 +74,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.observability": ("ObservabilityConfig",),
     "vllm.config.parallel": ("ParallelConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
+    "vllm.config.speech_to_text": ("SpeechToTextConfig",),
 }
 
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
@@ -89,7 +91,6 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "EPLBConfig",
         "PoolerConfig",
         "SpeculativeConfig",
-        "SpeechToTextConfig",
         "StructuredOutputsConfig",
         "ProfilerConfig",
         "ConfigType",
@@ -128,6 +129,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
             "_validate_tracing_config",
         }
     ),
+    "SpeechToTextConfig": frozenset(),
     "Range": frozenset(),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).

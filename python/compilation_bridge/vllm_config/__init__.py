@@ -22,6 +22,7 @@ from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.range import Range
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.speech_to_text import SpeechToTextConfig
 from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "PassConfig",
     "Range",
     "SchedulerConfig",
+    "SpeechToTextConfig",
     "VllmConfig",
     "set_vllm_backend_factory",
 ]
