@@ -1,7 +1,8 @@
 defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
-  ObservabilityConfig, AttentionConfig, SpeechToTextConfig) against real workers.
+  ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig) against real
+  workers.
   """
   use ExUnit.Case, async: true
 
@@ -14,7 +15,8 @@ defmodule CompilationBridge.OtherModulesTest do
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
-    SpeechToTextConfig
+    SpeechToTextConfig,
+    StructuredOutputsConfig
   }
 
   alias Vllm.Config.Compilation.{DynamicShapesConfig, DynamicShapesType, Range}
@@ -182,5 +184,37 @@ defmodule CompilationBridge.OtherModulesTest do
              SpeechToTextConfig.new(overlap_chunk_second: "soon")
 
     assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+  end
+
+  test "StructuredOutputsConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, structured} =
+             StructuredOutputsConfig.new(backend: "guidance", disable_additional_properties: true)
+
+    assert {:ok, "guidance"} = StructuredOutputsConfig.backend(structured)
+    assert {:ok, true} = StructuredOutputsConfig.disable_additional_properties(structured)
+
+    for getter <-
+          ~w(disable_any_whitespace disable_fallback enable_in_reasoning reasoning_parser
+                     reasoning_parser_plugin)a do
+      assert {:ok, _} = apply(StructuredOutputsConfig, getter, [structured]), "#{getter}"
+    end
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "StructuredOutputsConfig"}} =
+             StructuredOutputsConfig._validate_structured_output_config(structured)
+
+    assert {:ok, hash} = StructuredOutputsConfig.compute_hash(structured)
+    assert byte_size(hash) == 32, "md5 of no factors, as vLLM"
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             StructuredOutputsConfig.new(disable_any_whitespace: true)
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(structured_outputs_config: structured)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "StructuredOutputsConfig"} = held} =
+             VllmConfig.structured_outputs_config(vc)
+
+    assert {:ok, "guidance"} = StructuredOutputsConfig.backend(held)
   end
 end

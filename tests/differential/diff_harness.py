@@ -293,6 +293,7 @@ CONFIG_CATEGORIES = (
     "ObservabilityConfig",
     "AttentionConfig",
     "SpeechToTextConfig",
+    "StructuredOutputsConfig",
 )
 
 

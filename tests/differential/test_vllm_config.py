@@ -417,6 +417,7 @@ SUB_CONFIGS = (
     "load_config",
     "observability_config",
     "attention_config",
+    "structured_outputs_config",
 )
 
 

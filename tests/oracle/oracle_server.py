@@ -140,6 +140,7 @@ def _api() -> dict[str, Any]:
         ParallelConfig,
         SchedulerConfig,
         SpeechToTextConfig,
+        StructuredOutputsConfig,
         VllmConfig,
     )
     from vllm.config.compilation import (
@@ -173,6 +174,7 @@ def _api() -> dict[str, Any]:
         "AttentionConfig": AttentionConfig,
         "AttentionBackendEnum": AttentionBackendEnum,
         "SpeechToTextConfig": SpeechToTextConfig,
+        "StructuredOutputsConfig": StructuredOutputsConfig,
     }
 
 

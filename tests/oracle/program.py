@@ -17,7 +17,8 @@ BUILD is one of:
 - ``{"kind": "new", "cls": NAME, "args": [...], "kwargs": {...}}``: ``NAME(*args, **kwargs)``;
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
-  "observability_config": {...}, "attention_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
+  "observability_config": {...}, "attention_config": {...}, "structured_outputs_config": {...},
+  "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
@@ -84,6 +85,7 @@ API_NAMES = (
     "AttentionConfig",
     "AttentionBackendEnum",
     "SpeechToTextConfig",
+    "StructuredOutputsConfig",
 )
 
 
@@ -166,6 +168,7 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("load_config", "LoadConfig"),
         ("observability_config", "ObservabilityConfig"),
         ("attention_config", "AttentionConfig"),
+        ("structured_outputs_config", "StructuredOutputsConfig"),
     ):
         state["stage"] = key
         if key in b:

@@ -18,6 +18,7 @@ from compilation_bridge.vllm_config import (
     ObservabilityConfig,
     ParallelConfig,
     SpeechToTextConfig,
+    StructuredOutputsConfig,
 )
 
 # Per class: the keywords it is built with, the attributes the generated module reads (get_attr) and the
@@ -117,12 +118,26 @@ GENERATED["SpeechToTextConfig"] = (
     ),
     {},
 )
+GENERATED["StructuredOutputsConfig"] = (
+    {"backend": "guidance", "disable_additional_properties": True},
+    (
+        "backend",
+        "disable_additional_properties",
+        "disable_any_whitespace",
+        "disable_fallback",
+        "enable_in_reasoning",
+        "reasoning_parser",
+        "reasoning_parser_plugin",
+    ),
+    {"_validate_structured_output_config": [], "compute_hash": []},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "SpeechToTextConfig": SpeechToTextConfig,
+    "StructuredOutputsConfig": StructuredOutputsConfig,
 }
 
 

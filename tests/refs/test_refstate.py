@@ -24,6 +24,7 @@ from compilation_bridge.vllm_config import (
     PassConfig,
     Range,
     SpeechToTextConfig,
+    StructuredOutputsConfig,
     VllmConfig,
 )
 
@@ -45,6 +46,8 @@ def _configs() -> list[object]:
         *_cache_load_observability(),
         SpeechToTextConfig(),
         SpeechToTextConfig(sample_rate=22_050.5, max_audio_clip_s=None, min_energy_split_window_size=None),
+        StructuredOutputsConfig(backend="guidance", disable_any_whitespace=True, reasoning_parser="qwen3"),
+        VllmConfig(structured_outputs_config=StructuredOutputsConfig(backend="xgrammar")),
     ]
 
 

@@ -49,7 +49,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
             "PoolerConfig",
             "ProfilerConfig",
             "SpeculativeConfig",
-            "StructuredOutputsConfig",
             "SupportsMetricsInfo",
         )
     },
@@ -229,7 +228,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "profiler_config",
             "quant_config",
             "speculative_config",
-            "structured_outputs_config",
             "try_verify_and_update_config",
             "with_hf_config",
         ),

@@ -39,6 +39,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ParallelConfig",
         "SchedulerConfig",
         "SpeechToTextConfig",
+        "StructuredOutputsConfig",
         "VllmConfig",
     ),
     "vllm.config.compilation": (
@@ -65,6 +66,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ObservabilityConfig",
         "ParallelConfig",
         "SchedulerConfig",
+        "StructuredOutputsConfig",
     ),
     "vllm.config.attention": ("AttentionConfig",),
     "vllm.config.cache": ("CacheConfig",),
@@ -75,6 +77,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.parallel": ("ParallelConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
+    "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
 }
 
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
@@ -91,7 +94,6 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "EPLBConfig",
         "PoolerConfig",
         "SpeculativeConfig",
-        "StructuredOutputsConfig",
         "ProfilerConfig",
         "ConfigType",
         "SupportsMetricsInfo",
@@ -130,6 +132,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         }
     ),
     "SpeechToTextConfig": frozenset(),
+    "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "Range": frozenset(),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).

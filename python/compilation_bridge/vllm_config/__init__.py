@@ -23,6 +23,7 @@ from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.range import Range
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.speech_to_text import SpeechToTextConfig
+from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "Range",
     "SchedulerConfig",
     "SpeechToTextConfig",
+    "StructuredOutputsConfig",
     "VllmConfig",
     "set_vllm_backend_factory",
 ]

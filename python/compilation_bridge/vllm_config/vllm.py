@@ -29,6 +29,7 @@ from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVE
 from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.platforms import current_platform
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.versions import VLLM_VERSION
 
 _ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
@@ -55,6 +56,8 @@ class VllmConfig:
     """Load configuration."""
     attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
     """Attention configuration."""
+    structured_outputs_config: StructuredOutputsConfig = Field(default_factory=StructuredOutputsConfig)
+    """Structured outputs configuration."""
     observability_config: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     """Observability configuration."""
     compilation_config: CompilationConfig = Field(default_factory=CompilationConfig)
@@ -88,7 +91,11 @@ class VllmConfig:
             self.attention_config.compute_hash(),
             "None",  # lora_config
             "None",  # speculative_config
-            empty,  # structured_outputs_config
+        ]
+        # Unlike its neighbours, vLLM appends no "None" for an unset structured-outputs config.
+        if self.structured_outputs_config:
+            vllm_factors.append(self.structured_outputs_config.compute_hash())
+        vllm_factors += [
             empty,  # profiler_config
             self.observability_config.compute_hash(),
             self.compilation_config.compute_hash(),

@@ -45,6 +45,7 @@ defmodule Vllm.Config.VllmConfig do
   - `device_config` - Device configuration.
   - `load_config` - Load configuration.
   - `attention_config` - Attention configuration.
+  - `structured_outputs_config` - Structured outputs configuration.
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
   - `instance_id` - The ID of the vLLM instance.
@@ -186,5 +187,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec scheduler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def scheduler_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :scheduler_config)
+  end
+
+  @spec structured_outputs_config(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def structured_outputs_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :structured_outputs_config)
   end
 end
