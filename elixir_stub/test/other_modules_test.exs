@@ -1,8 +1,8 @@
 defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
-  ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig) against real
-  workers.
+  ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig)
+  against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -15,6 +15,7 @@ defmodule CompilationBridge.OtherModulesTest do
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
+    ProfilerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig
   }
@@ -216,5 +217,63 @@ defmodule CompilationBridge.OtherModulesTest do
              VllmConfig.structured_outputs_config(vc)
 
     assert {:ok, "guidance"} = StructuredOutputsConfig.backend(held)
+  end
+
+  test "ProfilerConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, profiler} =
+             ProfilerConfig.new(
+               profiler: "torch",
+               torch_profiler_dir: "/traces",
+               max_iterations: 5
+             )
+
+    assert {:ok, "torch"} = ProfilerConfig.profiler(profiler)
+    assert {:ok, "/traces"} = ProfilerConfig.torch_profiler_dir(profiler)
+    assert {:ok, 5} = ProfilerConfig.max_iterations(profiler)
+
+    for getter <-
+          ~w(delay_iterations ignore_frontend torch_profiler_dump_cuda_time_total
+                     torch_profiler_record_shapes torch_profiler_use_gzip torch_profiler_with_flops
+                     torch_profiler_with_memory torch_profiler_with_stack)a do
+      assert {:ok, _} = apply(ProfilerConfig, getter, [profiler]), "#{getter}"
+    end
+
+    # The workers run without the deprecated variables: nothing is read, nothing changes.
+    assert {:ok, nil} =
+             ProfilerConfig._get_from_env_if_set(
+               profiler,
+               "max_iterations",
+               "VLLM_PROFILER_MAX_ITERS"
+             )
+
+    assert {:ok, nil} =
+             ProfilerConfig._set_from_env_if_set(
+               profiler,
+               "delay_iterations",
+               "VLLM_PROFILER_DELAY_ITERS",
+               [false, true]
+             )
+
+    assert {:error, %Snakepit.Error{}} =
+             ProfilerConfig._get_from_env_if_set(profiler, "profiler", "HOME"),
+           "only the profiler's own variables are read"
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "ProfilerConfig"}} =
+             ProfilerConfig._validate_profiler_config(profiler)
+
+    assert {:ok, hash} = ProfilerConfig.compute_hash(profiler)
+    assert byte_size(hash) == 32, "md5 of no factors, as vLLM"
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             ProfilerConfig.new(profiler: "torch")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(profiler_config: profiler)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "ProfilerConfig"} = held} =
+             VllmConfig.profiler_config(vc)
+
+    assert {:ok, 5} = ProfilerConfig.max_iterations(held)
   end
 end

@@ -294,6 +294,7 @@ CONFIG_CATEGORIES = (
     "AttentionConfig",
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
+    "ProfilerConfig",
 )
 
 

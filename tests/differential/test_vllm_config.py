@@ -418,6 +418,7 @@ SUB_CONFIGS = (
     "observability_config",
     "attention_config",
     "structured_outputs_config",
+    "profiler_config",
 )
 
 

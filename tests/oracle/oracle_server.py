@@ -138,6 +138,7 @@ def _api() -> dict[str, Any]:
         ModelConfig,
         ObservabilityConfig,
         ParallelConfig,
+        ProfilerConfig,
         SchedulerConfig,
         SpeechToTextConfig,
         StructuredOutputsConfig,
@@ -175,6 +176,7 @@ def _api() -> dict[str, Any]:
         "AttentionBackendEnum": AttentionBackendEnum,
         "SpeechToTextConfig": SpeechToTextConfig,
         "StructuredOutputsConfig": StructuredOutputsConfig,
+        "ProfilerConfig": ProfilerConfig,
     }
 
 

@@ -17,6 +17,7 @@ from compilation_bridge.vllm_config import (
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
+    ProfilerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
 )
@@ -131,11 +132,34 @@ GENERATED["StructuredOutputsConfig"] = (
     ),
     {"_validate_structured_output_config": [], "compute_hash": []},
 )
+GENERATED["ProfilerConfig"] = (
+    {"profiler": "cuda", "max_iterations": 3},
+    (
+        "delay_iterations",
+        "ignore_frontend",
+        "max_iterations",
+        "profiler",
+        "torch_profiler_dir",
+        "torch_profiler_dump_cuda_time_total",
+        "torch_profiler_record_shapes",
+        "torch_profiler_use_gzip",
+        "torch_profiler_with_flops",
+        "torch_profiler_with_memory",
+        "torch_profiler_with_stack",
+    ),
+    {
+        "_get_from_env_if_set": ["max_iterations", "VLLM_PROFILER_MAX_ITERS"],
+        "_set_from_env_if_set": ["delay_iterations", "VLLM_PROFILER_DELAY_ITERS", False, True],
+        "_validate_profiler_config": [],
+        "compute_hash": [],
+    },
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
+    "ProfilerConfig": ProfilerConfig,
     "SpeechToTextConfig": SpeechToTextConfig,
     "StructuredOutputsConfig": StructuredOutputsConfig,
 }

@@ -22,6 +22,7 @@ from compilation_bridge.vllm_config import (
     LoadConfig,
     ObservabilityConfig,
     PassConfig,
+    ProfilerConfig,
     Range,
     SpeechToTextConfig,
     StructuredOutputsConfig,
@@ -48,6 +49,10 @@ def _configs() -> list[object]:
         SpeechToTextConfig(sample_rate=22_050.5, max_audio_clip_s=None, min_energy_split_window_size=None),
         StructuredOutputsConfig(backend="guidance", disable_any_whitespace=True, reasoning_parser="qwen3"),
         VllmConfig(structured_outputs_config=StructuredOutputsConfig(backend="xgrammar")),
+        ProfilerConfig(
+            profiler="torch", torch_profiler_dir="/traces", delay_iterations=2, ignore_frontend=True
+        ),
+        VllmConfig(profiler_config=ProfilerConfig(profiler="cuda", max_iterations=5)),
     ]
 
 

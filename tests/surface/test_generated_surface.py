@@ -47,7 +47,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
             "LoRAConfig",
             "MultiModalConfig",
             "PoolerConfig",
-            "ProfilerConfig",
             "SpeculativeConfig",
             "SupportsMetricsInfo",
         )
@@ -225,7 +224,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "kv_transfer_config",
             "lora_config",
             "needs_dp_coordinator",
-            "profiler_config",
             "quant_config",
             "speculative_config",
             "try_verify_and_update_config",

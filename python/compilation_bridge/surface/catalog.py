@@ -37,6 +37,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ModelConfig",
         "ObservabilityConfig",
         "ParallelConfig",
+        "ProfilerConfig",
         "SchedulerConfig",
         "SpeechToTextConfig",
         "StructuredOutputsConfig",
@@ -65,6 +66,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ModelConfig",
         "ObservabilityConfig",
         "ParallelConfig",
+        "ProfilerConfig",
         "SchedulerConfig",
         "StructuredOutputsConfig",
     ),
@@ -75,6 +77,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
     "vllm.config.parallel": ("ParallelConfig",),
+    "vllm.config.profiler": ("ProfilerConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
     "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
@@ -94,7 +97,6 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "EPLBConfig",
         "PoolerConfig",
         "SpeculativeConfig",
-        "ProfilerConfig",
         "ConfigType",
         "SupportsMetricsInfo",
         "config",
@@ -133,6 +135,9 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     ),
     "SpeechToTextConfig": frozenset(),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
+    "ProfilerConfig": frozenset(
+        {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}
+    ),
     "Range": frozenset(),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).

@@ -32,6 +32,11 @@ def is_set(name: str) -> bool:
     return name in os.environ
 
 
+def raw(name: str) -> str | None:
+    """vLLM's reading of a variable it keeps as given (`envs.VLLM_TORCH_PROFILER_DIR`, ...): `os.getenv`."""
+    return os.getenv(name)
+
+
 def disable_compile_cache() -> bool:
     """vLLM's `envs.VLLM_DISABLE_COMPILE_CACHE`: `bool(int(os.getenv("VLLM_DISABLE_COMPILE_CACHE", "0")))`.
 

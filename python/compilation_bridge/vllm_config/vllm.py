@@ -18,7 +18,6 @@ from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
-from compilation_bridge.vllm_config.engine_defaults import empty_factors_hash
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.load import LoadConfig
@@ -28,6 +27,7 @@ from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVEL_TO_CONFIG
 from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.platforms import current_platform
+from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.versions import VLLM_VERSION
@@ -69,6 +69,8 @@ class VllmConfig:
     You can specify the full compilation config like so:
     `{"mode": 3, "cudagraph_capture_sizes": [1, 2, 4, 8]}`
     """
+    profiler_config: ProfilerConfig = Field(default_factory=ProfilerConfig)
+    """Profiling configuration."""
     instance_id: str = ""
     """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
@@ -79,7 +81,6 @@ class VllmConfig:
 
     def compute_hash(self) -> str:
         """vLLM's engine hash: md5 of every sub-config's hash, first 10 hex digits."""
-        empty = empty_factors_hash()
         vllm_factors: list[Any] = [
             VLLM_VERSION,
             self.model_config.compute_hash() if self.model_config else "None",
@@ -96,7 +97,7 @@ class VllmConfig:
         if self.structured_outputs_config:
             vllm_factors.append(self.structured_outputs_config.compute_hash())
         vllm_factors += [
-            empty,  # profiler_config
+            self.profiler_config.compute_hash() if self.profiler_config else "None",
             self.observability_config.compute_hash(),
             self.compilation_config.compute_hash(),
             "None",  # kv_transfer_config

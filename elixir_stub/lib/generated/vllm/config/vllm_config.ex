@@ -48,6 +48,7 @@ defmodule Vllm.Config.VllmConfig do
   - `structured_outputs_config` - Structured outputs configuration.
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
+  - `profiler_config` - Profiling configuration.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
@@ -182,6 +183,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec parallel_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def parallel_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :parallel_config)
+  end
+
+  @spec profiler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def profiler_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :profiler_config)
   end
 
   @spec scheduler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
