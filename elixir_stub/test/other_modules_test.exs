@@ -1,8 +1,8 @@
 defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
-  ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig)
-  against real workers.
+  ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
+  PoolerConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -14,7 +14,9 @@ defmodule CompilationBridge.OtherModulesTest do
     CacheConfig,
     LoadConfig,
     ObservabilityConfig,
+    ModelConfig,
     ParallelConfig,
+    PoolerConfig,
     ProfilerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig
@@ -275,5 +277,38 @@ defmodule CompilationBridge.OtherModulesTest do
              VllmConfig.profiler_config(vc)
 
     assert {:ok, 5} = ProfilerConfig.max_iterations(held)
+  end
+
+  test "PoolerConfig: every function of the published module, and inside ModelConfig" do
+    assert {:ok, pooler} = PoolerConfig.new(pooling_type: "MEAN", softmax: 1.0, dimensions: 16)
+    assert {:ok, "MEAN"} = PoolerConfig.seq_pooling_type(pooler), "pooling_type resolved"
+    assert {:ok, nil} = PoolerConfig.tok_pooling_type(pooler)
+    assert {:ok, 1.0} = PoolerConfig.use_activation(pooler), "the deprecated softmax carried over"
+
+    for getter <-
+          ~w(activation dimensions enable_chunked_processing logit_bias max_embed_len normalize
+                     pooling_type returned_token_ids softmax step_tag_id)a do
+      assert {:ok, _} = apply(PoolerConfig, getter, [pooler]), "#{getter}"
+    end
+
+    assert {:ok, "MEAN"} = PoolerConfig.get_seq_pooling_type(pooler)
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             PoolerConfig.get_tok_pooling_type(pooler)
+
+    assert %Snakepit.Error.PythonException{python_type: "AssertionError"} = reason
+    assert {:ok, hash} = PoolerConfig.compute_hash(pooler)
+    assert byte_size(hash) == 32, "md5 of no factors, as vLLM"
+
+    assert {:error, %Snakepit.Error{}} =
+             PoolerConfig.new(pooling_type: "MEAN", seq_pooling_type: "CLS")
+
+    assert {:ok, model} =
+             ModelConfig.new(model: "tiny-llama", runner: "pooling", pooler_config: pooler)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "PoolerConfig"} = held} =
+             ModelConfig.pooler_config(model)
+
+    assert {:ok, "ALL"} = PoolerConfig.tok_pooling_type(held), "the pooling runner's default"
   end
 end

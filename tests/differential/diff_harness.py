@@ -295,6 +295,7 @@ CONFIG_CATEGORIES = (
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
     "ProfilerConfig",
+    "PoolerConfig",
 )
 
 

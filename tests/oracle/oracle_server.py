@@ -138,6 +138,7 @@ def _api() -> dict[str, Any]:
         ModelConfig,
         ObservabilityConfig,
         ParallelConfig,
+        PoolerConfig,
         ProfilerConfig,
         SchedulerConfig,
         SpeechToTextConfig,
@@ -177,6 +178,7 @@ def _api() -> dict[str, Any]:
         "SpeechToTextConfig": SpeechToTextConfig,
         "StructuredOutputsConfig": StructuredOutputsConfig,
         "ProfilerConfig": ProfilerConfig,
+        "PoolerConfig": PoolerConfig,
     }
 
 

@@ -87,6 +87,7 @@ API_NAMES = (
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
     "ProfilerConfig",
+    "PoolerConfig",
 )
 
 

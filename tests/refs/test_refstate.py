@@ -22,6 +22,7 @@ from compilation_bridge.vllm_config import (
     LoadConfig,
     ObservabilityConfig,
     PassConfig,
+    PoolerConfig,
     ProfilerConfig,
     Range,
     SpeechToTextConfig,
@@ -53,6 +54,8 @@ def _configs() -> list[object]:
             profiler="torch", torch_profiler_dir="/traces", delay_iterations=2, ignore_frontend=True
         ),
         VllmConfig(profiler_config=ProfilerConfig(profiler="cuda", max_iterations=5)),
+        PoolerConfig(pooling_type="STEP", activation=0.5, returned_token_ids=[648, 387]),
+        PoolerConfig(seq_pooling_type="CLS", dimensions=16, normalize=True),
     ]
 
 

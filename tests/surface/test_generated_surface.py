@@ -46,7 +46,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
             "KVTransferConfig",
             "LoRAConfig",
             "MultiModalConfig",
-            "PoolerConfig",
             "SpeculativeConfig",
             "SupportsMetricsInfo",
         )

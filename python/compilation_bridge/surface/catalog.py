@@ -37,6 +37,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ModelConfig",
         "ObservabilityConfig",
         "ParallelConfig",
+        "PoolerConfig",
         "ProfilerConfig",
         "SchedulerConfig",
         "SpeechToTextConfig",
@@ -77,6 +78,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
     "vllm.config.parallel": ("ParallelConfig",),
+    "vllm.config.pooler": ("PoolerConfig",),
     "vllm.config.profiler": ("ProfilerConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
@@ -95,7 +97,6 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "try_match_architecture_defaults",
         "MultiModalConfig",
         "EPLBConfig",
-        "PoolerConfig",
         "SpeculativeConfig",
         "ConfigType",
         "SupportsMetricsInfo",
@@ -134,6 +135,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         }
     ),
     "SpeechToTextConfig": frozenset(),
+    "PoolerConfig": frozenset(),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "ProfilerConfig": frozenset(
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}

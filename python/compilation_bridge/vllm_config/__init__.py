@@ -20,6 +20,7 @@ from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
+from compilation_bridge.vllm_config.pooler import PoolerConfig
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.range import Range
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
@@ -43,6 +44,7 @@ __all__ = [
     "OptimizationLevel",
     "ParallelConfig",
     "PassConfig",
+    "PoolerConfig",
     "ProfilerConfig",
     "Range",
     "SchedulerConfig",

@@ -18,8 +18,12 @@ from pydantic.dataclasses import dataclass
 from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
 from compilation_bridge.settings import MODEL_ROOTS_ENV, get_settings, model_roots_setting
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
+from compilation_bridge.vllm_config.pooler import PoolerConfig, SequencePoolingType, TokenPoolingType
 
 BUNDLED_MODELS = Path(__file__).parent / "models"
+# vLLM's default pooling types of a model class that declares none (`interfaces_base.default_pooling_type`).
+DEFAULT_SEQ_POOLING_TYPE: SequencePoolingType = "LAST"
+DEFAULT_TOK_POOLING_TYPE: TokenPoolingType = "ALL"
 MAX_CONFIG_BYTES = 1 << 20
 
 _NUM_EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
@@ -321,7 +325,7 @@ class ModelConfig:
     definitions"""
     io_processor_plugin: str | None = None
     """IOProcessor plugin name to load at model startup"""
-    pooler_config: dict[str, Any] | None = None
+    pooler_config: PoolerConfig | None = None
     """Pooler config which controls the behaviour of output pooling in pooling
     models."""
     multimodal_config: dict[str, Any] | None = None
@@ -336,10 +340,23 @@ class ModelConfig:
         if self.served_model_name is None:
             self.served_model_name = self.model
         self.runner_type = "generate" if self.runner == "auto" else self.runner
-        if self.runner_type == "pooling" and self.pooler_config is None:
-            self.pooler_config = {}
+        if self.runner_type == "pooling":
+            self._init_pooler_config()
         self.dtype = self._resolve_dtype(self.dtype)
         self.max_model_len = self._verify_max_len(self.max_model_len)
+
+    def _init_pooler_config(self) -> None:
+        """vLLM's pooler set-up for the pooling runner: the caller's settings, the rest from the model.
+
+        vLLM first fills unset fields from a sentence-transformers pooling config in the model folder; only
+        `config.json` is read here. The default pooling types are those of the model class: LAST and ALL
+        for the generative architectures this worker plans, converted to pooling as vLLM converts them."""
+        if self.pooler_config is None:
+            self.pooler_config = PoolerConfig()
+        if self.pooler_config.seq_pooling_type is None:
+            self.pooler_config.seq_pooling_type = DEFAULT_SEQ_POOLING_TYPE
+        if self.pooler_config.tok_pooling_type is None:
+            self.pooler_config.tok_pooling_type = DEFAULT_TOK_POOLING_TYPE
 
     def _config_dtype(self) -> DType:
         name = self.hf_config.get("torch_dtype") or self.hf_config.get("dtype") or "float32"
