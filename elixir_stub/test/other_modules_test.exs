@@ -2,7 +2,7 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig) against real workers.
+  PoolerConfig, EPLBConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -12,6 +12,7 @@ defmodule CompilationBridge.OtherModulesTest do
   alias Vllm.Config.{
     AttentionConfig,
     CacheConfig,
+    EPLBConfig,
     LoadConfig,
     ObservabilityConfig,
     ModelConfig,
@@ -310,5 +311,32 @@ defmodule CompilationBridge.OtherModulesTest do
              ModelConfig.pooler_config(model)
 
     assert {:ok, "ALL"} = PoolerConfig.tok_pooling_type(held), "the pooling runner's default"
+  end
+
+  test "EPLBConfig: every function of the published module, and inside ParallelConfig" do
+    assert {:ok, eplb} = EPLBConfig.new(window_size: 100, log_balancedness: true)
+    assert {:ok, 100} = EPLBConfig.window_size(eplb)
+    assert {:ok, "default"} = EPLBConfig.policy(eplb)
+
+    for getter <-
+          ~w(log_balancedness log_balancedness_interval num_redundant_experts step_interval
+                     use_async)a do
+      assert {:ok, _} = apply(EPLBConfig, getter, [eplb]), "#{getter}"
+    end
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "EPLBConfig"}} =
+             EPLBConfig._validate_eplb_config(eplb)
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             EPLBConfig.new(log_balancedness: true, log_balancedness_interval: 0)
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, parallel} = ParallelConfig.new(eplb_config: eplb)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "EPLBConfig"} = held} =
+             ParallelConfig.eplb_config(parallel)
+
+    assert {:ok, 100} = EPLBConfig.window_size(held)
   end
 end

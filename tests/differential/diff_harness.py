@@ -296,6 +296,7 @@ CONFIG_CATEGORIES = (
     "StructuredOutputsConfig",
     "ProfilerConfig",
     "PoolerConfig",
+    "EPLBConfig",
 )
 
 

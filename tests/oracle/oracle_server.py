@@ -134,6 +134,7 @@ def _api() -> dict[str, Any]:
         CacheConfig,
         CompilationConfig,
         DeviceConfig,
+        EPLBConfig,
         LoadConfig,
         ModelConfig,
         ObservabilityConfig,
@@ -179,6 +180,7 @@ def _api() -> dict[str, Any]:
         "StructuredOutputsConfig": StructuredOutputsConfig,
         "ProfilerConfig": ProfilerConfig,
         "PoolerConfig": PoolerConfig,
+        "EPLBConfig": EPLBConfig,
     }
 
 

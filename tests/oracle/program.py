@@ -88,6 +88,7 @@ API_NAMES = (
     "StructuredOutputsConfig",
     "ProfilerConfig",
     "PoolerConfig",
+    "EPLBConfig",
 )
 
 

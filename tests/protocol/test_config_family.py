@@ -14,6 +14,7 @@ from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.vllm_config import (
     AttentionConfig,
     CacheConfig,
+    EPLBConfig,
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
@@ -174,9 +175,23 @@ GENERATED["PoolerConfig"] = (
     ),
     {"compute_hash": [], "get_seq_pooling_type": [], "get_tok_pooling_type": []},
 )
+GENERATED["EPLBConfig"] = (
+    {"window_size": 100, "log_balancedness": True, "log_balancedness_interval": 5},
+    (
+        "log_balancedness",
+        "log_balancedness_interval",
+        "num_redundant_experts",
+        "policy",
+        "step_interval",
+        "use_async",
+        "window_size",
+    ),
+    {"_validate_eplb_config": []},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
+    "EPLBConfig": EPLBConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,

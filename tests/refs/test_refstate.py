@@ -19,6 +19,7 @@ from compilation_bridge.vllm_config import (
     CompilationMode,
     CUDAGraphMode,
     DynamicShapesConfig,
+    EPLBConfig,
     LoadConfig,
     ObservabilityConfig,
     PassConfig,
@@ -56,6 +57,7 @@ def _configs() -> list[object]:
         VllmConfig(profiler_config=ProfilerConfig(profiler="cuda", max_iterations=5)),
         PoolerConfig(pooling_type="STEP", activation=0.5, returned_token_ids=[648, 387]),
         PoolerConfig(seq_pooling_type="CLS", dimensions=16, normalize=True),
+        EPLBConfig(window_size=10, num_redundant_experts=2, use_async=True),
     ]
 
 

@@ -41,7 +41,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
         ("vllm.config", name): NOT_YET
         for name in (
             "ECTransferConfig",
-            "EPLBConfig",
             "KVEventsConfig",
             "KVTransferConfig",
             "LoRAConfig",

@@ -33,6 +33,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "CUDAGraphMode",
         "PassConfig",
         "DeviceConfig",
+        "EPLBConfig",
         "LoadConfig",
         "ModelConfig",
         "ObservabilityConfig",
@@ -77,7 +78,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.load": ("LoadConfig",),
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
-    "vllm.config.parallel": ("ParallelConfig",),
+    "vllm.config.parallel": ("EPLBConfig", "ParallelConfig"),
     "vllm.config.pooler": ("PoolerConfig",),
     "vllm.config.profiler": ("ProfilerConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
@@ -96,7 +97,6 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "str_dtype_to_torch_dtype",
         "try_match_architecture_defaults",
         "MultiModalConfig",
-        "EPLBConfig",
         "SpeculativeConfig",
         "ConfigType",
         "SupportsMetricsInfo",
@@ -136,6 +136,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     ),
     "SpeechToTextConfig": frozenset(),
     "PoolerConfig": frozenset(),
+    "EPLBConfig": frozenset({"_validate_eplb_config"}),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "ProfilerConfig": frozenset(
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}

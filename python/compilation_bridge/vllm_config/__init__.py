@@ -18,7 +18,7 @@ from compilation_bridge.vllm_config.enums import (
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
-from compilation_bridge.vllm_config.parallel import ParallelConfig
+from compilation_bridge.vllm_config.parallel import EPLBConfig, ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.pooler import PoolerConfig
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
@@ -38,6 +38,7 @@ __all__ = [
     "DeviceConfig",
     "DynamicShapesConfig",
     "DynamicShapesType",
+    "EPLBConfig",
     "LoadConfig",
     "ModelConfig",
     "ObservabilityConfig",
