@@ -2,7 +2,7 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig) against real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -13,6 +13,7 @@ defmodule CompilationBridge.OtherModulesTest do
     AttentionConfig,
     CacheConfig,
     EPLBConfig,
+    KVEventsConfig,
     LoadConfig,
     ObservabilityConfig,
     ModelConfig,
@@ -338,5 +339,30 @@ defmodule CompilationBridge.OtherModulesTest do
              ParallelConfig.eplb_config(parallel)
 
     assert {:ok, 100} = EPLBConfig.window_size(held)
+  end
+
+  test "KVEventsConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, events} = KVEventsConfig.new(enable_kv_cache_events: true, topic: "kv")
+    assert {:ok, "zmq"} = KVEventsConfig.publisher(events), "chosen by __post_init__"
+    assert {:ok, "kv"} = KVEventsConfig.topic(events)
+
+    for getter <-
+          ~w(buffer_steps enable_kv_cache_events endpoint hwm max_queue_size replay_endpoint)a do
+      assert {:ok, _} = apply(KVEventsConfig, getter, [events]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             KVEventsConfig.new(publisher: "kafka")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(kv_events_config: events)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "KVEventsConfig"} = held} =
+             VllmConfig.kv_events_config(vc)
+
+    assert {:ok, "zmq"} = KVEventsConfig.publisher(held)
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.kv_events_config(plain), "none unless given, as in vLLM"
   end
 end

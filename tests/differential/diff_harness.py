@@ -297,6 +297,7 @@ CONFIG_CATEGORIES = (
     "ProfilerConfig",
     "PoolerConfig",
     "EPLBConfig",
+    "KVEventsConfig",
 )
 
 

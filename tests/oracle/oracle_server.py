@@ -135,6 +135,7 @@ def _api() -> dict[str, Any]:
         CompilationConfig,
         DeviceConfig,
         EPLBConfig,
+        KVEventsConfig,
         LoadConfig,
         ModelConfig,
         ObservabilityConfig,
@@ -181,6 +182,7 @@ def _api() -> dict[str, Any]:
         "ProfilerConfig": ProfilerConfig,
         "PoolerConfig": PoolerConfig,
         "EPLBConfig": EPLBConfig,
+        "KVEventsConfig": KVEventsConfig,
     }
 
 

@@ -18,7 +18,7 @@ BUILD is one of:
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
   "observability_config": {...}, "attention_config": {...}, "structured_outputs_config": {...},
-  "profiler_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
+  "profiler_config": {...}, "kv_events_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
@@ -89,6 +89,7 @@ API_NAMES = (
     "ProfilerConfig",
     "PoolerConfig",
     "EPLBConfig",
+    "KVEventsConfig",
 )
 
 
@@ -173,6 +174,7 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("attention_config", "AttentionConfig"),
         ("structured_outputs_config", "StructuredOutputsConfig"),
         ("profiler_config", "ProfilerConfig"),
+        ("kv_events_config", "KVEventsConfig"),
     ):
         state["stage"] = key
         if key in b:

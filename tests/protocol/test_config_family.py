@@ -15,6 +15,7 @@ from compilation_bridge.vllm_config import (
     AttentionConfig,
     CacheConfig,
     EPLBConfig,
+    KVEventsConfig,
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
@@ -188,10 +189,25 @@ GENERATED["EPLBConfig"] = (
     ),
     {"_validate_eplb_config": []},
 )
+GENERATED["KVEventsConfig"] = (
+    {"enable_kv_cache_events": True, "topic": "kv"},
+    (
+        "buffer_steps",
+        "enable_kv_cache_events",
+        "endpoint",
+        "hwm",
+        "max_queue_size",
+        "publisher",
+        "replay_endpoint",
+        "topic",
+    ),
+    {},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
     "EPLBConfig": EPLBConfig,
+    "KVEventsConfig": KVEventsConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,

@@ -20,6 +20,7 @@ from compilation_bridge.vllm_config import (
     CUDAGraphMode,
     DynamicShapesConfig,
     EPLBConfig,
+    KVEventsConfig,
     LoadConfig,
     ObservabilityConfig,
     PassConfig,
@@ -58,6 +59,8 @@ def _configs() -> list[object]:
         PoolerConfig(pooling_type="STEP", activation=0.5, returned_token_ids=[648, 387]),
         PoolerConfig(seq_pooling_type="CLS", dimensions=16, normalize=True),
         EPLBConfig(window_size=10, num_redundant_experts=2, use_async=True),
+        KVEventsConfig(enable_kv_cache_events=True, replay_endpoint="tcp://*:5558"),
+        VllmConfig(kv_events_config=KVEventsConfig(publisher="null", topic="t")),
     ]
 
 

@@ -41,7 +41,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
         ("vllm.config", name): NOT_YET
         for name in (
             "ECTransferConfig",
-            "KVEventsConfig",
             "KVTransferConfig",
             "LoRAConfig",
             "MultiModalConfig",
@@ -218,7 +217,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "ec_transfer_config",
             "enable_trace_function_call_for_thread",
             "get_quantization_config",
-            "kv_events_config",
             "kv_transfer_config",
             "lora_config",
             "needs_dp_coordinator",

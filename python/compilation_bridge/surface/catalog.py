@@ -34,6 +34,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "PassConfig",
         "DeviceConfig",
         "EPLBConfig",
+        "KVEventsConfig",
         "LoadConfig",
         "ModelConfig",
         "ObservabilityConfig",
@@ -64,6 +65,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "CompilationMode",
         "CUDAGraphMode",
         "DeviceConfig",
+        "KVEventsConfig",
         "LoadConfig",
         "ModelConfig",
         "ObservabilityConfig",
@@ -75,6 +77,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.attention": ("AttentionConfig",),
     "vllm.config.cache": ("CacheConfig",),
     "vllm.config.device": ("DeviceConfig",),
+    "vllm.config.kv_events": ("KVEventsConfig",),
     "vllm.config.load": ("LoadConfig",),
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
@@ -90,7 +93,6 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
         "ECTransferConfig",
-        "KVEventsConfig",
         "KVTransferConfig",
         "LoRAConfig",
         "iter_architecture_defaults",
@@ -137,6 +139,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "SpeechToTextConfig": frozenset(),
     "PoolerConfig": frozenset(),
     "EPLBConfig": frozenset({"_validate_eplb_config"}),
+    "KVEventsConfig": frozenset(),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "ProfilerConfig": frozenset(
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}

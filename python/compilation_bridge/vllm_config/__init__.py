@@ -15,6 +15,7 @@ from compilation_bridge.vllm_config.enums import (
     DynamicShapesType,
     OptimizationLevel,
 )
+from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
@@ -39,6 +40,7 @@ __all__ = [
     "DynamicShapesConfig",
     "DynamicShapesType",
     "EPLBConfig",
+    "KVEventsConfig",
     "LoadConfig",
     "ModelConfig",
     "ObservabilityConfig",

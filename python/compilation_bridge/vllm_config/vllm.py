@@ -20,6 +20,7 @@ from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
+from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
 from compilation_bridge.vllm_config.model import ModelConfig
@@ -71,6 +72,8 @@ class VllmConfig:
     """
     profiler_config: ProfilerConfig = Field(default_factory=ProfilerConfig)
     """Profiling configuration."""
+    kv_events_config: KVEventsConfig | None = None
+    """The configurations for event publishing."""
     instance_id: str = ""
     """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
@@ -173,6 +176,7 @@ class VllmConfig:
                 "correctness and to realize prefill savings."
             )
         self._set_compile_ranges()
+        self._warn_about_kv_events()
         current_platform.check_and_update_config(self)
         self._check_context_parallel_block_size()
 
@@ -440,9 +444,28 @@ class VllmConfig:
         if not self.model_config.disable_cascade_attn:  # AttributeError without a model, as in vLLM
             self.model_config.disable_cascade_attn = True
 
+    def _warn_about_kv_events(self) -> None:
+        events = self.kv_events_config
+        if (
+            events is not None
+            and events.enable_kv_cache_events
+            and not self.cache_config.enable_prefix_caching
+        ):
+            logger.warning(
+                "KV cache events are on, but prefix caching is not enabled. "
+                "Use --enable-prefix-caching to enable."
+            )
+        if events is not None and events.publisher != "null" and not events.enable_kv_cache_events:
+            logger.warning(
+                "KV cache events are disabled, but the scheduler is configured to publish them. "
+                "Modify KVEventsConfig.enable_kv_cache_events to True to enable."
+            )
+
     def _resolve_hybrid_kv_cache_manager(self) -> None:
         scheduler = self.scheduler_config
         need_disable = not current_platform.support_hybrid_kv_cache()
+        # The hybrid KV cache manager cannot publish KV events.
+        need_disable |= self.kv_events_config is not None
         if self.model_config is not None and self.model_config.attention_chunk_size is not None:
             need_disable |= not int(os.getenv("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1"))
         if scheduler.disable_hybrid_kv_cache_manager is None:

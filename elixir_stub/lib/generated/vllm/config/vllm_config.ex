@@ -49,6 +49,7 @@ defmodule Vllm.Config.VllmConfig do
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
   - `profiler_config` - Profiling configuration.
+  - `kv_events_config` - The configurations for event publishing.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
@@ -158,6 +159,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec instance_id(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def instance_id(ref) do
     SnakeBridge.Runtime.get_attr(ref, :instance_id)
+  end
+
+  @spec kv_events_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def kv_events_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :kv_events_config)
   end
 
   @spec load_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
