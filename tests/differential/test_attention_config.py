@@ -12,6 +12,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, HASH, REPR, build_new, call, enum, get, new, op, tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -22,17 +23,7 @@ SETTINGS = settings(
 )
 
 # What the generated module (Vllm.Config.AttentionConfig, vllm hex 0.3.0) reads with get_attr ...
-ATTRS = (
-    "backend",
-    "disable_flashinfer_prefill",
-    "disable_flashinfer_q_quantization",
-    "flash_attn_max_num_splits_for_cuda_graph",
-    "flash_attn_version",
-    "use_cudnn_prefill",
-    "use_prefill_decode_attention",
-    "use_trtllm_attention",
-    "use_trtllm_ragged_deepseek_prefill",
-)
+ATTRS = GETTERS["AttentionConfig"]
 # ... and calls with call_method; the arguments are this test's.
 METHODS = [
     call("compute_hash"),

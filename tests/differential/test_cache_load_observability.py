@@ -14,6 +14,7 @@ from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, tiny
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -24,55 +25,9 @@ SETTINGS = settings(
 )
 
 # What each generated Elixir module (vllm hex 0.3.0, Vllm.Config.*) reads with get_attr ...
-CACHE_ATTRS = (
-    "block_size",
-    "cache_dtype",
-    "calculate_kv_scales",
-    "cpu_kvcache_space_bytes",
-    "cpu_offload_gb",
-    "enable_prefix_caching",
-    "gpu_memory_utilization",
-    "is_attention_free",
-    "kv_cache_memory_bytes",
-    "kv_offloading_backend",
-    "kv_offloading_size",
-    "kv_sharing_fast_prefill",
-    "mamba_block_size",
-    "mamba_cache_dtype",
-    "mamba_page_size_padded",
-    "mamba_ssm_cache_dtype",
-    "num_cpu_blocks",
-    "num_gpu_blocks",
-    "num_gpu_blocks_override",
-    "prefix_caching_hash_algo",
-    "sliding_window",
-    "swap_space",
-)
-LOAD_ATTRS = (
-    "device",
-    "download_dir",
-    "ignore_patterns",
-    "load_format",
-    "model_loader_extra_config",
-    "pt_load_map_location",
-    "safetensors_load_strategy",
-    "use_tqdm_on_load",
-)
-OBSERVABILITY_ATTRS = (
-    "collect_detailed_traces",
-    "collect_model_execute_time",
-    "collect_model_forward_time",
-    "cudagraph_metrics",
-    "enable_layerwise_nvtx_tracing",
-    "enable_logging_iteration_details",
-    "enable_mfu_metrics",
-    "enable_mm_processor_stats",
-    "kv_cache_metrics",
-    "kv_cache_metrics_sample",
-    "otlp_traces_endpoint",
-    "show_hidden_metrics",
-    "show_hidden_metrics_for_version",
-)
+CACHE_ATTRS = GETTERS["CacheConfig"]
+LOAD_ATTRS = GETTERS["LoadConfig"]
+OBSERVABILITY_ATTRS = GETTERS["ObservabilityConfig"]
 # ... and calls with call_method (besides the constructor); the arguments are this test's.
 CACHE_METHODS = [
     call("compute_hash"),

@@ -12,6 +12,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, REPR, build_new, call, get, new, op, tiny_moe_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -22,15 +23,7 @@ SETTINGS = settings(
 )
 
 # What the generated module (Vllm.Config.EPLBConfig, vllm hex 0.3.0) reads with get_attr ...
-ATTRS = (
-    "log_balancedness",
-    "log_balancedness_interval",
-    "num_redundant_experts",
-    "policy",
-    "step_interval",
-    "use_async",
-    "window_size",
-)
+ATTRS = GETTERS["EPLBConfig"]
 # ... and calls with call_method (besides the constructor).
 METHODS = [call("_validate_eplb_config")]
 CLS = "EPLBConfig"

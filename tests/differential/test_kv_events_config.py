@@ -12,6 +12,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, REPR, build_new, get, new, op, scheduler, tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -23,16 +24,7 @@ SETTINGS = settings(
 
 # What the generated module (Vllm.Config.KVEventsConfig, vllm hex 0.3.0) reads with get_attr; it calls no
 # method besides the constructor.
-ATTRS = (
-    "buffer_steps",
-    "enable_kv_cache_events",
-    "endpoint",
-    "hwm",
-    "max_queue_size",
-    "publisher",
-    "replay_endpoint",
-    "topic",
-)
+ATTRS = GETTERS["KVEventsConfig"]
 CLS = "KVEventsConfig"
 
 

@@ -13,6 +13,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, tiny_model, tiny_moe_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -23,21 +24,7 @@ SETTINGS = settings(
 )
 
 # What the generated module (Vllm.Config.PoolerConfig, vllm hex 0.3.0) reads with get_attr ...
-ATTRS = (
-    "activation",
-    "dimensions",
-    "enable_chunked_processing",
-    "logit_bias",
-    "max_embed_len",
-    "normalize",
-    "pooling_type",
-    "returned_token_ids",
-    "seq_pooling_type",
-    "softmax",
-    "step_tag_id",
-    "tok_pooling_type",
-    "use_activation",
-)
+ATTRS = GETTERS["PoolerConfig"]
 # ... and calls with call_method (an unresolved type fails vLLM's assertion).
 METHODS = [call("compute_hash"), call("get_seq_pooling_type"), call("get_tok_pooling_type")]
 CLS = "PoolerConfig"

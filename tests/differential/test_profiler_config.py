@@ -15,6 +15,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -25,19 +26,7 @@ SETTINGS = settings(
 )
 
 # What the generated module (Vllm.Config.ProfilerConfig, vllm hex 0.3.0) reads with get_attr ...
-ATTRS = (
-    "delay_iterations",
-    "ignore_frontend",
-    "max_iterations",
-    "profiler",
-    "torch_profiler_dir",
-    "torch_profiler_dump_cuda_time_total",
-    "torch_profiler_record_shapes",
-    "torch_profiler_use_gzip",
-    "torch_profiler_with_flops",
-    "torch_profiler_with_memory",
-    "torch_profiler_with_stack",
-)
+ATTRS = GETTERS["ProfilerConfig"]
 # ... and calls with call_method; the arguments are this test's (the variables are the profiler's own).
 METHODS = [
     call("compute_hash"),

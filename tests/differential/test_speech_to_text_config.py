@@ -12,6 +12,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, REPR, build_new, get, new, op
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -23,13 +24,7 @@ SETTINGS = settings(
 
 # What the generated module (Vllm.Config.SpeechToTextConfig, vllm hex 0.3.0) reads with get_attr; it
 # calls no method besides the constructor.
-ATTRS = (
-    "allow_audio_chunking",
-    "max_audio_clip_s",
-    "min_energy_split_window_size",
-    "overlap_chunk_second",
-    "sample_rate",
-)
+ATTRS = GETTERS["SpeechToTextConfig"]
 
 
 def request(*args: Any, **kwargs: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from config_strategies import sampled
 from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, tiny_model
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.generated_getters import GETTERS
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(
@@ -22,15 +23,7 @@ SETTINGS = settings(
 )
 
 # What the generated module (Vllm.Config.StructuredOutputsConfig, vllm hex 0.3.0) reads with get_attr ...
-ATTRS = (
-    "backend",
-    "disable_additional_properties",
-    "disable_any_whitespace",
-    "disable_fallback",
-    "enable_in_reasoning",
-    "reasoning_parser",
-    "reasoning_parser_plugin",
-)
+ATTRS = GETTERS["StructuredOutputsConfig"]
 # ... and calls with call_method (besides the constructor).
 METHODS = [call("compute_hash"), call("_validate_structured_output_config")]
 CLS = "StructuredOutputsConfig"

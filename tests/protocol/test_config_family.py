@@ -8,6 +8,7 @@ import enum
 from typing import Any
 
 import pytest
+from tests.generated_getters import GETTERS
 from tests.workers import payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
@@ -30,63 +31,17 @@ from compilation_bridge.vllm_config import (
 GENERATED: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, list[Any]]]] = {
     "CacheConfig": (
         {"block_size": 32, "cache_dtype": "fp8", "swap_space": 2},
-        (
-            "block_size",
-            "cache_dtype",
-            "calculate_kv_scales",
-            "cpu_kvcache_space_bytes",
-            "cpu_offload_gb",
-            "enable_prefix_caching",
-            "gpu_memory_utilization",
-            "is_attention_free",
-            "kv_cache_memory_bytes",
-            "kv_offloading_backend",
-            "kv_offloading_size",
-            "kv_sharing_fast_prefill",
-            "mamba_block_size",
-            "mamba_cache_dtype",
-            "mamba_page_size_padded",
-            "mamba_ssm_cache_dtype",
-            "num_cpu_blocks",
-            "num_gpu_blocks",
-            "num_gpu_blocks_override",
-            "prefix_caching_hash_algo",
-            "sliding_window",
-            "swap_space",
-        ),
+        GETTERS["CacheConfig"],
         {"_validate_cache_dtype": ["fp8_e5m2"], "compute_hash": [], "metrics_info": []},
     ),
     "LoadConfig": (
         {"load_format": "SafeTensors", "ignore_patterns": ["*.bin"]},
-        (
-            "device",
-            "download_dir",
-            "ignore_patterns",
-            "load_format",
-            "model_loader_extra_config",
-            "pt_load_map_location",
-            "safetensors_load_strategy",
-            "use_tqdm_on_load",
-        ),
+        GETTERS["LoadConfig"],
         {"_lowercase_load_format": ["GGUF"], "_validate_ignore_patterns": [["x"]], "compute_hash": []},
     ),
     "ObservabilityConfig": (
         {"show_hidden_metrics_for_version": "0.13", "kv_cache_metrics": True},
-        (
-            "collect_detailed_traces",
-            "collect_model_execute_time",
-            "collect_model_forward_time",
-            "cudagraph_metrics",
-            "enable_layerwise_nvtx_tracing",
-            "enable_logging_iteration_details",
-            "enable_mfu_metrics",
-            "enable_mm_processor_stats",
-            "kv_cache_metrics",
-            "kv_cache_metrics_sample",
-            "otlp_traces_endpoint",
-            "show_hidden_metrics",
-            "show_hidden_metrics_for_version",
-        ),
+        GETTERS["ObservabilityConfig"],
         {
             "_validate_collect_detailed_traces": [["model,worker"]],
             "_validate_otlp_traces_endpoint": [None],
@@ -98,58 +53,22 @@ GENERATED: dict[str, tuple[dict[str, Any], tuple[str, ...], dict[str, list[Any]]
 }
 GENERATED["AttentionConfig"] = (
     {"backend": "flash_attn", "use_trtllm_attention": False},
-    (
-        "backend",
-        "disable_flashinfer_prefill",
-        "disable_flashinfer_q_quantization",
-        "flash_attn_max_num_splits_for_cuda_graph",
-        "flash_attn_version",
-        "use_cudnn_prefill",
-        "use_prefill_decode_attention",
-        "use_trtllm_attention",
-        "use_trtllm_ragged_deepseek_prefill",
-    ),
+    GETTERS["AttentionConfig"],
     {"_set_from_env_if_set": ["use_cudnn_prefill", "VLLM_USE_CUDNN_PREFILL"], "compute_hash": []},
 )
 GENERATED["SpeechToTextConfig"] = (
     {"sample_rate": 8000, "min_energy_split_window_size": None},
-    (
-        "allow_audio_chunking",
-        "max_audio_clip_s",
-        "min_energy_split_window_size",
-        "overlap_chunk_second",
-        "sample_rate",
-    ),
+    GETTERS["SpeechToTextConfig"],
     {},
 )
 GENERATED["StructuredOutputsConfig"] = (
     {"backend": "guidance", "disable_additional_properties": True},
-    (
-        "backend",
-        "disable_additional_properties",
-        "disable_any_whitespace",
-        "disable_fallback",
-        "enable_in_reasoning",
-        "reasoning_parser",
-        "reasoning_parser_plugin",
-    ),
+    GETTERS["StructuredOutputsConfig"],
     {"_validate_structured_output_config": [], "compute_hash": []},
 )
 GENERATED["ProfilerConfig"] = (
     {"profiler": "cuda", "max_iterations": 3},
-    (
-        "delay_iterations",
-        "ignore_frontend",
-        "max_iterations",
-        "profiler",
-        "torch_profiler_dir",
-        "torch_profiler_dump_cuda_time_total",
-        "torch_profiler_record_shapes",
-        "torch_profiler_use_gzip",
-        "torch_profiler_with_flops",
-        "torch_profiler_with_memory",
-        "torch_profiler_with_stack",
-    ),
+    GETTERS["ProfilerConfig"],
     {
         "_get_from_env_if_set": ["max_iterations", "VLLM_PROFILER_MAX_ITERS"],
         "_set_from_env_if_set": ["delay_iterations", "VLLM_PROFILER_DELAY_ITERS", False, True],
@@ -159,48 +78,17 @@ GENERATED["ProfilerConfig"] = (
 )
 GENERATED["PoolerConfig"] = (
     {"seq_pooling_type": "MEAN", "tok_pooling_type": "STEP", "softmax": 1.0, "returned_token_ids": [3, 5]},
-    (
-        "activation",
-        "dimensions",
-        "enable_chunked_processing",
-        "logit_bias",
-        "max_embed_len",
-        "normalize",
-        "pooling_type",
-        "returned_token_ids",
-        "seq_pooling_type",
-        "softmax",
-        "step_tag_id",
-        "tok_pooling_type",
-        "use_activation",
-    ),
+    GETTERS["PoolerConfig"],
     {"compute_hash": [], "get_seq_pooling_type": [], "get_tok_pooling_type": []},
 )
 GENERATED["EPLBConfig"] = (
     {"window_size": 100, "log_balancedness": True, "log_balancedness_interval": 5},
-    (
-        "log_balancedness",
-        "log_balancedness_interval",
-        "num_redundant_experts",
-        "policy",
-        "step_interval",
-        "use_async",
-        "window_size",
-    ),
+    GETTERS["EPLBConfig"],
     {"_validate_eplb_config": []},
 )
 GENERATED["KVEventsConfig"] = (
     {"enable_kv_cache_events": True, "topic": "kv"},
-    (
-        "buffer_steps",
-        "enable_kv_cache_events",
-        "endpoint",
-        "hwm",
-        "max_queue_size",
-        "publisher",
-        "replay_endpoint",
-        "topic",
-    ),
+    GETTERS["KVEventsConfig"],
     {},
 )
 CLASSES = {
