@@ -326,3 +326,41 @@ def test_a_worker_process_sends_its_tool_events() -> None:
     finally:
         code, _seconds = process.terminate()
     assert code == 0
+
+
+# ---------------------------------------------------------------- batches, without a transport
+def _queued(stream: TelemetryStream, count: int) -> None:
+    for n in range(count):
+        stream.emit("tool.execution.stop", {"duration": n}, {"tool": "t"}, f"c{n}")
+
+
+def test_a_batch_is_every_queued_event_in_order() -> None:
+    stream = TelemetryStream(max_events=8)
+    _queued(stream, 3)
+    batch = stream.take_batch(0.0)
+    assert [event.correlation_id for event in batch] == ["c0", "c1", "c2"]
+    assert len(stream) == 0
+
+
+def test_a_quarter_full_queue_wakes_a_waiting_stream_before_its_batch_time() -> None:
+    stream = TelemetryStream(max_events=8)  # wakes at 2 queued events
+    taken: list[int] = []
+    taker = threading.Thread(target=lambda: taken.append(len(stream.take_batch(60.0))))
+    taker.start()
+    _queued(stream, 1)
+    taker.join(0.2)
+    assert taker.is_alive(), "one event is not enough to wake it"
+    _queued(stream, 1)
+    taker.join(30.0)  # a generous deadline: only the wake-up ends the wait before 60 s
+    assert not taker.is_alive() and taken == [2]
+
+
+def test_events_put_back_go_first_and_what_finds_no_room_is_counted() -> None:
+    stream = TelemetryStream(max_events=4)
+    _queued(stream, 3)
+    unsent = stream.take_batch(0.0)
+    _queued(stream, 2)  # new events while the stream failed to send
+    stream.put_back(unsent)
+    kept = [event.correlation_id for event in stream.take_batch(0.0)]
+    assert kept == ["c0", "c1", "c2", "c0"]  # the unsent first, then what came meanwhile, less the newest
+    assert stream.dropped == 1

@@ -5,28 +5,25 @@ standard workload (`workload`) interleaved iteration by iteration, the order alt
 noise hits both alike. "On" is what an operator and Snakepit switch on, so whatever observers the worker
 registers with its hub for them are measured: OpenTelemetry exporting to an OTLP/HTTP collector on
 loopback (`SNAKEPIT_OTEL_ENDPOINT`; `testing.otlp_collector`), and Snakepit's telemetry stream, opened
-and enabled as Snakepit does on every worker. "Off" has both off, so the hub has no observer. Prints
-figures; asserts nothing. Needs the `otel` extra (the collector decodes OTLP).
+and enabled as Snakepit does on every worker, and read, as Snakepit reads it, in another process than the
+one making the calls. "Off" has both off, so the hub has no observer. Prints figures; asserts nothing.
+Needs the `otel` extra (the collector decodes OTLP).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
-import threading
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
-import grpc
-
-from compilation_bridge.bench import workload
+from compilation_bridge.bench import stream_reader, workload
 from compilation_bridge.bench.stats import summary
 from compilation_bridge.settings import OTEL_CONSOLE_ENV, OTEL_ENDPOINT_ENV
 from compilation_bridge.testing.session import SnakeBridgeSession
 from compilation_bridge.testing.worker_process import WorkerProcess
-from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 
 TARGET_P50_RATIO = 1.03
 SIDES = ("on", "off")
@@ -34,32 +31,28 @@ OFF_ENV = {OTEL_ENDPOINT_ENV: "", OTEL_CONSOLE_ENV: "0"}  # whatever the bench's
 
 
 class TelemetryStream:
-    """Snakepit's telemetry stream to one worker: opened, enabled with a toggle (as Snakepit's
-    `Snakepit.Telemetry.GrpcStream` does), its events counted until `close`."""
+    """Snakepit's telemetry stream to one worker, read in a process of its own as Snakepit reads it
+    (`stream_reader`): opened, enabled with a toggle, its events counted until `close`."""
 
     def __init__(self, worker: WorkerProcess) -> None:
-        self._controls: queue.Queue[pb.TelemetryControl | None] = queue.Queue()
-        self._controls.put(pb.TelemetryControl(toggle=pb.TelemetryToggle(enabled=True)))
-        self._call = worker.stub.StreamTelemetry(self._requests())
+        command = [sys.executable, "-m", "compilation_bridge.bench.stream_reader", str(worker.port)]
+        self._reader = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._reader.stdin is not None and self._reader.stdout is not None
+        self._stdin, self._stdout = self._reader.stdin, self._reader.stdout
+        if self._stdout.readline().strip() != stream_reader.OPEN:
+            self._reader.kill()
+            raise RuntimeError("the telemetry stream reader did not start")
         self.events = 0
-        self._reader = threading.Thread(target=self._read, name="telemetry-stream", daemon=True)
-        self._reader.start()
-
-    def _requests(self) -> Iterator[pb.TelemetryControl]:
-        while (control := self._controls.get()) is not None:
-            yield control
-
-    def _read(self) -> None:
-        try:
-            for _event in self._call:
-                self.events += 1
-        except grpc.RpcError:
-            pass  # cancelled by `close`, or the worker stopped
 
     def close(self) -> None:
-        self._controls.put(None)
-        self._call.cancel()
-        self._reader.join(5)
+        """Counts what the reader received, then ends it."""
+        self._stdin.close()
+        try:
+            self.events = int(self._stdout.readline() or 0)
+            self._reader.wait(10)
+        finally:
+            if self._reader.poll() is None:
+                self._reader.kill()
 
 
 def _timed(worker: WorkerProcess, session: SnakeBridgeSession, tool: str, payload: Any) -> tuple[float, Any]:

@@ -6,6 +6,12 @@ five seconds after it opened and is not reopened. What is emitted after that wai
 `MAX_EVENTS` (the reference's buffer, 1024) new events are dropped and counted, and emitting one costs
 a length check and that count. Events are plain values here; the transport builds the protobuf messages
 on the stream's own thread, so a call that emits never pays for that.
+
+Events go out in batches: an emit does not wake the stream (each wake-up of its thread, and each
+message sent, takes the interpreter lock from the calls being answered), the stream collects what came
+in the last `BATCH_S` and sends it in order. Only a queue a quarter full wakes it early, so that
+a burst is not dropped. Telemetry then arrives up to `BATCH_S` later than it happened; its timestamps
+say when.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from dataclasses import dataclass
 from compilation_bridge.observability.telemetry_controls import TelemetryControls
 
 MAX_EVENTS = 1024
+BATCH_S = 0.05  # how long a stream collects events before sending them
 
 Measurement = int | float | str
 
@@ -39,6 +46,7 @@ class TelemetryStream:
     def __init__(self, max_events: int = MAX_EVENTS) -> None:
         self.controls = TelemetryControls()
         self.max_events = max_events
+        self.wake_at = max(max_events // 4, 1)  # queued events that wake a stream before its batch time
         self._events: deque[TelemetryEvent] = deque()
         self._changed = threading.Condition()
         self._dropped = 0
@@ -67,7 +75,8 @@ class TelemetryStream:
                 self._dropped += 1
                 return
             self._events.append(event)
-            self._changed.notify()
+            if len(self._events) == self.wake_at:
+                self._changed.notify()
 
     def turns_away(self, events: int) -> bool:
         """Whether the next `events` events would all be refused: telemetry is off, or the queue is full
@@ -80,17 +89,23 @@ class TelemetryStream:
             self._dropped += events
         return True
 
-    def take(self, timeout: float) -> TelemetryEvent | None:
-        """The oldest event, waiting up to `timeout` seconds (less when `wake` is called) for one."""
+    def take_batch(self, wait_s: float) -> list[TelemetryEvent]:
+        """Every queued event, oldest first, after waiting `wait_s` seconds for more to come (less when
+        the queue reaches `wake_at` or `wake` is called)."""
         with self._changed:
-            if not self._events:
-                self._changed.wait(timeout)
-            return self._events.popleft() if self._events else None
+            if len(self._events) < self.wake_at:
+                self._changed.wait(wait_s)
+            batch = list(self._events)
+            self._events.clear()
+            return batch
 
-    def put_back(self, event: TelemetryEvent) -> None:
-        """Returns an event a stream took but could not send, first in line for the next stream."""
+    def put_back(self, events: list[TelemetryEvent]) -> None:
+        """Returns events a stream took but could not send, first in line for the next stream; as
+        everywhere, the newest are dropped and counted when there is no room for them all."""
         with self._changed:
-            self._events.appendleft(event)
+            queued = [*events, *self._events]
+            self._dropped += max(len(queued) - self.max_events, 0)
+            self._events = deque(queued[: self.max_events])
             self._changed.notify()
 
     @contextmanager

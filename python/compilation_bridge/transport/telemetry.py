@@ -2,9 +2,10 @@
 
 The server is synchronous gRPC, one thread per open stream. The controls arrive on the request stream,
 which only a blocking read can follow, so a helper thread of the stream reads them while the stream's
-own thread sends events. A call that ends (the client went away, or its deadline passed, as it does for
-Snakepit 0.13 five seconds after opening) wakes the stream, which returns at once; an event it took but
-could not send goes back to the queue for the next stream.
+own thread sends events, a batch at a time (`TelemetryStream.take_batch`). A call that ends (the client
+went away, or its deadline passed, as it does for Snakepit 0.13 five seconds after opening) wakes the
+stream, which returns at once; the events it took but could not send go back to the queue for the next
+stream.
 """
 
 from __future__ import annotations
@@ -16,14 +17,10 @@ from collections.abc import Iterator
 import grpc
 
 from compilation_bridge.observability.telemetry_controls import TelemetryControls
-from compilation_bridge.observability.telemetry_stream import TelemetryEvent, TelemetryStream
+from compilation_bridge.observability.telemetry_stream import BATCH_S, TelemetryEvent, TelemetryStream
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 
 log = logging.getLogger("compilation_bridge.transport")
-
-# How long a stream waits for an event before it looks again whether its call still lives (its end
-# wakes it sooner: this only bounds a missed wake-up).
-WAIT_S = 1.0
 
 
 def stream_events(
@@ -37,13 +34,12 @@ def stream_events(
     context.add_callback(stream.wake)
     with stream.attached():
         while context.is_active():
-            event = stream.take(WAIT_S)
-            if event is None:
-                continue
-            if not context.is_active():
-                stream.put_back(event)
-                return
-            yield message_of(event)
+            batch = stream.take_batch(BATCH_S)
+            for sent, event in enumerate(batch):
+                if not context.is_active():
+                    stream.put_back(batch[sent:])
+                    return
+                yield message_of(event)
 
 
 def _apply_controls(controls: Iterator[pb.TelemetryControl], into: TelemetryControls) -> None:
