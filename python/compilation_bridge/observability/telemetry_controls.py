@@ -24,6 +24,7 @@ class TelemetryControls:
         self.enabled = True
         self.sampling_rate = 1.0
         self._filter: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # (allow, deny)
+        self._everything = True  # no sampling, no filter: what every event asks first, and at once
         self.applied = 0  # controls applied so far: nothing answers a control, so this tells
         self._applied = threading.Condition()
 
@@ -33,10 +34,14 @@ class TelemetryControls:
 
     def sample(self, rate: float) -> None:
         self.sampling_rate = max(0.0, min(rate, 1.0))  # NaN comes out 0.0, as in the reference
-        self._count()
+        self._settled()
 
     def filter(self, allow: Iterable[str], deny: Iterable[str]) -> None:
         self._filter = (tuple(allow)[:MAX_PATTERNS], tuple(deny)[:MAX_PATTERNS])
+        self._settled()
+
+    def _settled(self) -> None:
+        self._everything = self.sampling_rate >= 1.0 and self._filter == ((), ())
         self._count()
 
     def await_applied(self, count: int, timeout: float) -> bool:
@@ -51,6 +56,8 @@ class TelemetryControls:
 
     def admits(self, name: str) -> bool:
         """Whether an event of this name is sent: the sampling draw, then the filters."""
+        if self._everything:
+            return True
         if self.sampling_rate < 1.0 and random.random() > self.sampling_rate:
             return False
         allow, deny = self._filter

@@ -4,8 +4,9 @@ is open, kept while none is.
 Snakepit 0.13 opens the stream with its open timeout as the call's deadline, so the stream ends about
 five seconds after it opened and is not reopened. What is emitted after that waits here, bounded: past
 `MAX_EVENTS` (the reference's buffer, 1024) new events are dropped and counted, and emitting one costs
-a length check and that count. Events are plain values here; the transport builds the protobuf messages
-on the stream's own thread, so a call that emits never pays for that.
+a length check and that count. What a call queues is as little as it can be (`Pending`: the tool
+observer queues its `hub.Call` and a time); the event's fields are filled in, and the protobuf message
+built, on the stream's own thread, so a call that emits never pays for that.
 
 Events go out in batches: an emit does not wake the stream (each wake-up of its thread, and each
 message sent, takes the interpreter lock from the calls being answered), the stream collects what came
@@ -22,6 +23,7 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Protocol
 
 from compilation_bridge.observability.telemetry_controls import TelemetryControls
 
@@ -39,6 +41,20 @@ class TelemetryEvent:
     correlation_id: str
     timestamp_ns: int
 
+    def resolved(self) -> TelemetryEvent:
+        return self
+
+
+class Pending(Protocol):
+    """An event as queued: its name (the controls need it at once), the rest when it is sent."""
+
+    @property
+    def name(self) -> str: ...
+
+    def resolved(self) -> TelemetryEvent:
+        """The whole event; called on the stream's thread."""
+        ...
+
 
 class TelemetryStream:
     """A bounded queue of events with the controls that decide what enters it."""
@@ -47,8 +63,9 @@ class TelemetryStream:
         self.controls = TelemetryControls()
         self.max_events = max_events
         self.wake_at = max(max_events // 4, 1)  # queued events that wake a stream before its batch time
-        self._events: deque[TelemetryEvent] = deque()
-        self._changed = threading.Condition()
+        self._events: deque[Pending] = deque()
+        self._lock = threading.Lock()  # a plain lock: queueing takes it on every call
+        self._changed = threading.Condition(self._lock)
         self._dropped = 0
         self.readers = 0  # streams open now
 
@@ -67,10 +84,13 @@ class TelemetryStream:
         metadata: Mapping[str, str],
         correlation_id: str = "",
     ) -> None:
-        if self.turns_away(1) or not self.controls.admits(name):
+        self.put(TelemetryEvent(name, measurements, metadata, correlation_id, time.time_ns()))
+
+    def put(self, event: Pending) -> None:
+        """Queues `event` if the controls admit it and there is room (else it is dropped and counted)."""
+        if self.turns_away(1) or not self.controls.admits(event.name):
             return
-        event = TelemetryEvent(name, measurements, metadata, correlation_id, time.time_ns())
-        with self._changed:
+        with self._lock:
             if len(self._events) >= self.max_events:
                 self._dropped += 1
                 return
@@ -85,7 +105,7 @@ class TelemetryStream:
             return True
         if len(self._events) < self.max_events:
             return False
-        with self._changed:
+        with self._lock:
             self._dropped += events
         return True
 
@@ -97,13 +117,13 @@ class TelemetryStream:
                 self._changed.wait(wait_s)
             batch = list(self._events)
             self._events.clear()
-            return batch
+        return [event.resolved() for event in batch]
 
     def put_back(self, events: list[TelemetryEvent]) -> None:
         """Returns events a stream took but could not send, first in line for the next stream; as
         everywhere, the newest are dropped and counted when there is no room for them all."""
         with self._changed:
-            queued = [*events, *self._events]
+            queued: list[Pending] = [*events, *self._events]
             self._dropped += max(len(queued) - self.max_events, 0)
             self._events = deque(queued[: self.max_events])
             self._changed.notify()

@@ -21,11 +21,12 @@ from types import TracebackType
 from typing import Any
 
 from compilation_bridge.observability.hub import Call
-from compilation_bridge.observability.telemetry_stream import TelemetryStream
+from compilation_bridge.observability.telemetry_stream import TelemetryEvent, TelemetryStream
 
 # The transport's correlation id when a request carried none (transport/logcontext.py).
 NO_CORRELATION = frozenset({"", "-"})
 NOTHING = nullcontext()
+START, STOP, EXCEPTION = "tool.execution.start", "tool.execution.stop", "tool.execution.exception"
 
 
 class ToolTelemetry:
@@ -43,29 +44,48 @@ class ToolTelemetry:
 
 
 class ToolSpan:
-    """One call's events: the start when entered, the stop or the exception when left."""
+    """One call's events: the start queued when entered, the stop or the exception when left."""
 
-    __slots__ = ("_call", "_correlation", "_metadata", "_stream")
+    __slots__ = ("_call", "_correlation", "_stream")
 
     def __init__(self, stream: TelemetryStream, call: Call) -> None:
         self._stream = stream
         self._call = call
-        self._metadata = {"tool": call.tool, "operation": call.operation}
         correlation = call.correlation_id
+        # Snakepit sends one with every call; a request without one gets a uuid4, as in the reference.
         self._correlation = uuid.uuid4().hex if correlation in NO_CORRELATION else correlation
 
     def __enter__(self) -> ToolSpan:
-        start = {"system_time": self._call.started_ns}
-        self._stream.emit("tool.execution.start", start, self._metadata, self._correlation)
+        self._stream.put(ToolEvent(START, self._call, self._call.started_ns, self._correlation))
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
+        name = STOP if self._call.error_type is None else EXCEPTION
+        self._stream.put(ToolEvent(name, self._call, time.time_ns(), self._correlation))
+
+
+class ToolEvent:
+    """A queued tool event: the call it is about and when it happened; the event's measurements and
+    metadata are built from them when it is sent (`resolved`), once the call can no longer change."""
+
+    __slots__ = ("_call", "_correlation", "at_ns", "name")
+
+    def __init__(self, name: str, call: Call, at_ns: int, correlation: str) -> None:
+        self.name = name
+        self._call = call
+        self.at_ns = at_ns
+        self._correlation = correlation
+
+    def resolved(self) -> TelemetryEvent:
         call = self._call
-        ended = {"duration": time.time_ns() - call.started_ns}
-        if call.error_type is None:
-            self._stream.emit("tool.execution.stop", ended, self._metadata, self._correlation)
-            return
-        failed = {**self._metadata, "error_type": call.error_type, "error_message": call.error_message or ""}
-        self._stream.emit("tool.execution.exception", ended, failed, self._correlation)
+        metadata = {"tool": call.tool, "operation": call.operation}
+        if self.name == START:
+            measurements = {"system_time": call.started_ns}
+        else:
+            measurements = {"duration": self.at_ns - call.started_ns}
+        if self.name == EXCEPTION:
+            metadata["error_type"] = call.error_type or ""
+            metadata["error_message"] = call.error_message or ""
+        return TelemetryEvent(self.name, measurements, metadata, self._correlation, self.at_ns)
