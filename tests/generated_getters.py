@@ -1,6 +1,7 @@
-"""What each generated Elixir module of the configuration family (vllm hex 0.3.0, `Vllm.Config.*`) reads
-with `get_attr`, class by class: one list for the differential tests and the protocol test that call them
-(tests/surface/test_generated_surface.py checks the allowlist against the package itself)."""
+"""What each generated Elixir module of the configuration family (vllm hex 0.3.0, `Vllm.Config.*` and
+`Vllm.SamplingParams.*`) reads with `get_attr`, class by class: one list for the differential tests and
+the protocol tests that call them (tests/surface/test_generated_surface.py checks the allowlist against
+the package itself)."""
 
 from __future__ import annotations
 
@@ -127,5 +128,67 @@ GETTERS: dict[str, tuple[str, ...]] = {
         "publisher",
         "replay_endpoint",
         "topic",
+    ),
+    # vllm.sampling_params (Vllm.SamplingParams.*)
+    "SamplingParams": (
+        "_all_stop_token_ids",
+        "_bad_words_token_ids",
+        "all_stop_token_ids",
+        "allowed_token_ids",
+        "bad_words",
+        "bad_words_token_ids",
+        "detokenize",
+        "extra_args",
+        "flat_logprobs",
+        "frequency_penalty",
+        "ignore_eos",
+        "include_stop_str_in_output",
+        "logit_bias",
+        "logits_processors",
+        "logprobs",
+        "max_tokens",
+        "min_p",
+        "min_tokens",
+        "n",
+        "output_kind",
+        "output_text_buffer_length",
+        "presence_penalty",
+        "prompt_logprobs",
+        "repetition_penalty",
+        "sampling_type",
+        "seed",
+        "skip_clone",
+        "skip_reading_prefix_cache",
+        "skip_special_tokens",
+        "spaces_between_special_tokens",
+        "stop",
+        "stop_token_ids",
+        "structured_outputs",
+        "temperature",
+        "top_k",
+        "top_p",
+        "truncate_prompt_tokens",
+    ),
+    "BeamSearchParams": (
+        "beam_width",
+        "ignore_eos",
+        "include_stop_str_in_output",
+        "length_penalty",
+        "max_tokens",
+        "temperature",
+    ),
+    "StructuredOutputsParams": (
+        "_backend",
+        "_backend_was_auto",
+        "choice",
+        "disable_additional_properties",
+        "disable_any_whitespace",
+        "disable_fallback",
+        "grammar",
+        "json",
+        "json_object",
+        "regex",
+        "structural_tag",
+        "whitespace_pattern",
     ),
 }

@@ -156,6 +156,13 @@ def _api() -> dict[str, Any]:
     )
     from vllm.config.utils import Range
     from vllm.config.vllm import OptimizationLevel
+    from vllm.sampling_params import (
+        BeamSearchParams,
+        RequestOutputKind,
+        SamplingParams,
+        SamplingType,
+        StructuredOutputsParams,
+    )
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     return {
@@ -183,6 +190,11 @@ def _api() -> dict[str, Any]:
         "PoolerConfig": PoolerConfig,
         "EPLBConfig": EPLBConfig,
         "KVEventsConfig": KVEventsConfig,
+        "SamplingParams": SamplingParams,
+        "SamplingType": SamplingType,
+        "RequestOutputKind": RequestOutputKind,
+        "StructuredOutputsParams": StructuredOutputsParams,
+        "BeamSearchParams": BeamSearchParams,
     }
 
 

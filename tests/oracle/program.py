@@ -34,7 +34,8 @@ is the object itself; absent means the default target). Operations:
 - ``fields``: field names in declaration order and encoded values; ``hash``: ``compute_hash()``;
   ``repr`` / ``str``;
 - ``call``: ``{"name": METHOD, "args": [...], "kwargs": {...}}``, the encoded return value;
-- ``get``: ``{"name": ATTR}``; ``eq`` / ``ne``: ``{"other": VALUE}``; ``deepcopy_eq``;
+- ``get``: ``{"name": ATTR}``; ``set``: ``{"name": ATTR, "value": VALUE}`` (``setattr``);
+  ``eq`` / ``ne``: ``{"other": VALUE}``; ``deepcopy_eq``;
 - ``contains``: ``{"value": VALUE}`` (``value in target``); ``pyhash_eq``: ``hash(target) == hash(other)``;
 - ``members``: an enum class's ``__members__`` in order, as ``[name, member]`` pairs;
 - ``init_backend``: ``target.init_backend(None)`` (only meaningful where it fails before using the
@@ -48,8 +49,8 @@ Answer::
 ERROR is ``{"error": type name, "module": type module, "message": str(e)}``. ``final`` is the ``fields``
 snapshot of the default target after all operations (when it is a dataclass). Encoding (``enc``): an enum
 member is ``{"enum": class, "name": ..., "value": ...}`` (so an ``IntEnum`` and an ``int`` differ),
-dataclasses become field dicts, sets sorted lists, tuples lists, Counters dicts, other objects their
-``repr`` (callables and classes their qualified name).
+dataclasses and msgspec Structs become field dicts, sets sorted lists, tuples lists, Counters dicts,
+other objects their ``repr`` (callables and classes their qualified name).
 """
 
 from __future__ import annotations
@@ -90,6 +91,11 @@ API_NAMES = (
     "PoolerConfig",
     "EPLBConfig",
     "KVEventsConfig",
+    "SamplingParams",
+    "SamplingType",
+    "RequestOutputKind",
+    "StructuredOutputsParams",
+    "BeamSearchParams",
 )
 
 
@@ -101,8 +107,9 @@ def enc(v: Any) -> Any:
     """Canonical JSON-able encoding of a value (see the module docstring)."""
     if isinstance(v, enum.Enum):
         return {"enum": type(v).__name__, "name": v.name, "value": enc(v.value)}
-    if dataclasses.is_dataclass(v) and not isinstance(v, type):
-        return {f.name: enc(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    names = field_names(v)
+    if names is not None:
+        return {name: enc(getattr(v, name)) for name in names}
     if isinstance(v, dict):
         return {str(k): enc(x) for k, x in v.items()}
     if isinstance(v, (set, frozenset)):
@@ -142,9 +149,22 @@ def decode(api: Api, v: Any) -> Any:
     return {k: decode(api, x) for k, x in v.items()}
 
 
+def field_names(obj: Any) -> list[str] | None:
+    """The fields of a dataclass or of a msgspec Struct (vLLM's request parameters), in order; None for
+    anything else."""
+    if isinstance(obj, type):
+        return None
+    if dataclasses.is_dataclass(obj):
+        return [f.name for f in dataclasses.fields(obj)]
+    struct_fields = getattr(type(obj), "__struct_fields__", None)
+    return list(struct_fields) if struct_fields is not None else None
+
+
 def _fields(obj: Any) -> dict[str, Any]:
-    fs = dataclasses.fields(obj)
-    return {"names": [f.name for f in fs], "values": {f.name: enc(getattr(obj, f.name)) for f in fs}}
+    names = field_names(obj)
+    if names is None:
+        raise TypeError(f"fields: a {type(obj).__name__} has no fields")
+    return {"names": names, "values": {name: enc(getattr(obj, name)) for name in names}}
 
 
 def _resolve(root: Any, path: str) -> Any:
@@ -229,6 +249,9 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
         return enc(fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {}))))
     if name == "get":
         return enc(getattr(target, _public(op["name"])))
+    if name == "set":
+        setattr(target, _public(op["name"]), decode(api, op["value"]))
+        return None
     if name == "eq":
         return bool(target == decode(api, op["other"]))
     if name == "ne":
@@ -296,7 +319,7 @@ def _execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
     if req.get("final", True):
         try:
             target = _resolve(root, default_on)
-            if dataclasses.is_dataclass(target) and not isinstance(target, type):
+            if field_names(target) is not None:
                 out["final"] = _fields(target)
         except Exception as e:
             out["final"] = err(e)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from compilation_bridge.refs import state as refstate
 from compilation_bridge.vllm_config import (
     AttentionConfig,
+    BeamSearchParams,
     CacheConfig,
     CompilationConfig,
     CompilationMode,
@@ -27,8 +28,12 @@ from compilation_bridge.vllm_config import (
     PoolerConfig,
     ProfilerConfig,
     Range,
+    RequestOutputKind,
+    SamplingParams,
+    SamplingType,
     SpeechToTextConfig,
     StructuredOutputsConfig,
+    StructuredOutputsParams,
     VllmConfig,
 )
 
@@ -61,7 +66,24 @@ def _configs() -> list[object]:
         EPLBConfig(window_size=10, num_redundant_experts=2, use_async=True),
         KVEventsConfig(enable_kv_cache_events=True, replay_endpoint="tcp://*:5558"),
         VllmConfig(kv_events_config=KVEventsConfig(publisher="null", topic="t")),
+        *_request_params(),
     ]
+
+
+def _request_params() -> list[object]:
+    """vllm.sampling_params: msgspec Structs in vLLM, whose state includes a cached property."""
+    sampled = SamplingParams(
+        seed=7,
+        stop="END",
+        stop_token_ids=[2],
+        logit_bias={5: -1.5},
+        extra_args={"k": (1, None)},
+        output_kind=RequestOutputKind.DELTA,
+        structured_outputs=StructuredOutputsParams(json={"a": [1]}),
+    )
+    sampled.update_from_generation_config({"eos_token_id": [9]}, 3)
+    assert sampled.sampling_type is SamplingType.RANDOM_SEED  # cached in the instance
+    return [SamplingParams(), sampled, BeamSearchParams(4, 64, length_penalty=0.5), StructuredOutputsParams()]
 
 
 def _cache_load_observability() -> list[object]:

@@ -48,22 +48,33 @@ NOT_SERVED: dict[tuple[str, str], str] = {
             "SupportsMetricsInfo",
         )
     },
-    **{
-        ("vllm.sampling_params", name): NOT_YET
-        for name in (
-            "BeamSearchParams",
-            "PydanticMsgspecMixin",
-            "RequestOutputKind",
-            "SamplingParams",
-            "SamplingType",
-            "StructuredOutputsParams",
-            "TokenizerLike",
-            "",
-        )
-    },
+    **{("vllm.sampling_params", name): NOT_YET for name in ("PydanticMsgspecMixin", "TokenizerLike")},
     **{("vllm.pooling_params", name): NOT_YET for name in ("PoolingParams", "RequestOutputKind", "")},
-    **{owner: NOT_YET for owner in FAMILY_CLASSES},
+    ("vllm", "PoolingParams"): NOT_YET,
 }
+# int's own methods on an IntEnum member (CompilationMode, SamplingType).
+INT_OWN: tuple[tuple[str, ...], str] = (
+    (
+        "as_integer_ratio",
+        "bit_count",
+        "bit_length",
+        "conjugate",
+        "denominator",
+        "from_bytes",
+        "imag",
+        "is_integer",
+        "numerator",
+        "real",
+        "to_bytes",
+    ),
+    "int's own methods on an IntEnum member: `to_bytes` allocates what a caller asks for, and the "
+    "member's integer is what reading the member already answers (`mode/1`, `sampling_type/1`)",
+)
+NEEDS_A_TOKENIZER: tuple[tuple[str, ...], str] = (
+    ("update_from_tokenizer",),
+    "needs a tokenizer, which lives with vLLM's engine (a second pool, docs/worker.md): this worker holds "
+    "none; the bad words' token ids it computes are served once set",
+)
 # Functions of served classes and modules that are not served, by owner: the names, and why.
 PARTLY = "not served yet: the class is served, these functions of it are still to be proven against vLLM"
 NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
@@ -87,22 +98,14 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         "vLLM's process-wide current config, helpers that walk arbitrary classes or load torch, and the "
         "module's list of names (which names what is not served): refused by name (docs/configuration.md)",
     ),
-    ("vllm.config", "CompilationMode"): (
-        (
-            "as_integer_ratio",
-            "bit_count",
-            "bit_length",
-            "conjugate",
-            "denominator",
-            "from_bytes",
-            "imag",
-            "is_integer",
-            "numerator",
-            "real",
-            "to_bytes",
-        ),
-        "int's own methods on an IntEnum member: `to_bytes` allocates what a caller asks for, and the "
-        "member's integer is what `mode/1` already answers",
+    ("vllm.config", "CompilationMode"): INT_OWN,
+    ("vllm.sampling_params", "SamplingType"): INT_OWN,
+    ("vllm.sampling_params", "SamplingParams"): NEEDS_A_TOKENIZER,
+    ("vllm", "SamplingParams"): NEEDS_A_TOKENIZER,
+    ("vllm.sampling_params", ""): (
+        ("_MAX_TEMP", "_SAMPLING_EPS", "logger"),
+        "vLLM's module-private constants and its logger object: not the parameters' behaviour, which "
+        "uses them and is served",
     ),
     ("vllm.config", "ModelConfig"): (
         (

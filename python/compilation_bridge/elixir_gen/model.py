@@ -273,7 +273,11 @@ def attributes(cls: type, exposed: frozenset[str]) -> Iterator[Function]:
         try:
             static = inspect.getattr_static(cls, name)
         except AttributeError:
-            continue  # an instance field without a class-level default: no getter (as SnakeBridge)
+            # An instance field without a class-level default has no getter (as SnakeBridge), except in
+            # a msgspec Struct, whose fields are all class-level descriptors.
+            if name in getattr(cls, "__struct_fields__", ()):
+                yield Function("getter", elixir_name(name), name)
+            continue
         if name.startswith("__"):
             continue
         if isinstance(static, staticmethod | classmethod) or inspect.isfunction(static):

@@ -87,6 +87,14 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
     "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
+    "vllm": ("SamplingParams",),  # vLLM's top level: the engine's names are refused with ENGINE_HINT
+    "vllm.sampling_params": (
+        "BeamSearchParams",
+        "RequestOutputKind",
+        "SamplingParams",
+        "SamplingType",
+        "StructuredOutputsParams",
+    ),
 }
 
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
@@ -113,6 +121,34 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "get_layers_from_vllm_config",
     }
 )
+
+# vLLM 0.14.0's top-level names (`vllm.__all__`) that need its engine or runtime: refused by name.
+VLLM_TOP_LEVEL_NOT_EXPOSED = frozenset(
+    {
+        "AsyncEngineArgs",
+        "AsyncLLMEngine",
+        "ClassificationOutput",
+        "ClassificationRequestOutput",
+        "CompletionOutput",
+        "EmbeddingOutput",
+        "EmbeddingRequestOutput",
+        "EngineArgs",
+        "LLM",
+        "LLMEngine",
+        "ModelRegistry",
+        "PoolingOutput",
+        "PoolingParams",
+        "PoolingRequestOutput",
+        "PromptType",
+        "RequestOutput",
+        "ScoringOutput",
+        "ScoringRequestOutput",
+        "TextPrompt",
+        "TokensPrompt",
+        "initialize_ray_cluster",
+    }
+)
+NOT_EXPOSED_BY_MODULE = {"vllm.config": VLLM_CONFIG_NOT_EXPOSED, "vllm": VLLM_TOP_LEVEL_NOT_EXPOSED}
 
 # Config dataclasses: fields may be set on an instance. Underscore names are the ones the generated
 # Elixir modules call (`_skip_none_validation` is a pydantic wrap validator, `_attention_ops` a ClassVar).
@@ -145,6 +181,18 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}
     ),
     "Range": frozenset(),
+    # Request parameters (vllm.sampling_params): msgspec Structs and a pydantic dataclass in vLLM.
+    "SamplingParams": frozenset(
+        {
+            "_validate_msgspec",
+            "_verify_args",
+            "_verify_greedy_sampling",
+            "_all_stop_token_ids",
+            "_bad_words_token_ids",
+        }
+    ),
+    "BeamSearchParams": frozenset(),
+    "StructuredOutputsParams": frozenset({"_backend", "_backend_was_auto"}),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
 ENUM_TYPES = (
@@ -153,6 +201,8 @@ ENUM_TYPES = (
     "DynamicShapesType",
     "OptimizationLevel",
     "AttentionBackendEnum",
+    "SamplingType",
+    "RequestOutputKind",
 )
 # Besides the fields construction caps, set_attr can write the padding table: capped the same way.
 PADDING_TABLE_FIELD = "bs_to_padded_graph_size"
@@ -260,8 +310,9 @@ def default_surface(wrap_compile: FunctionWrapper = _unwrapped) -> Surface:
             name,
             _vllm_loader(names),
             _config_types,
-            VLLM_CONFIG_NOT_EXPOSED if name == "vllm.config" else frozenset(),
+            NOT_EXPOSED_BY_MODULE.get(name, frozenset()),
             implements=CONFIG_PACKAGE,
+            refusal_hint=ENGINE_HINT if name == "vllm" else "",
         )
         for name, names in VLLM_MODULES.items()
     ]

@@ -110,6 +110,8 @@ class ExposedModule:
     # The package its classes come from: an object of such a class restored from the ref store by a
     # worker that never loaded this module loads it then, so the object's type is known as exposed.
     implements: str = ""
+    # Added to the refusal of any name of this module the worker does not expose: where to go instead.
+    refusal_hint: str = ""
     _attrs: dict[str, Any] | None = field(default=None, repr=False)
 
 
@@ -167,8 +169,10 @@ class Surface:
         if attr in attrs:
             return attrs[attr]
         if attr in module.known_elsewhere or attr.startswith("_"):
-            raise exposure_error(f"{module.name}.{attr} is not exposed by compilation-bridge")
-        raise AttributeError(f"module {module.name!r} has no attribute {attr!r}")
+            raise exposure_error(
+                f"{module.name}.{attr} is not exposed by compilation-bridge{module.refusal_hint}"
+            )
+        raise AttributeError(f"module {module.name!r} has no attribute {attr!r}{module.refusal_hint}")
 
     # ------------------------------------------------------------------------------------ objects
     def exposure(self, obj: Any) -> ExposedType | None:

@@ -1,7 +1,7 @@
-"""vLLM 0.14.0's compilation configuration, re-implemented without vLLM or a GPU.
+"""vLLM 0.14.0's configuration and request parameters, re-implemented without vLLM or a GPU.
 
 Names, fields, defaults, validators, error types and messages, `repr`, equality and `compute_hash()`
-follow vLLM 0.14.0 (`vllm.config`). Importing this package never imports torch.
+follow vLLM 0.14.0 (`vllm.config`, `vllm.sampling_params`). Importing this package never imports torch.
 """
 
 from compilation_bridge.vllm_config.attention import AttentionBackendEnum, AttentionConfig
@@ -24,6 +24,13 @@ from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.pooler import PoolerConfig
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.range import Range
+from compilation_bridge.vllm_config.sampling_params import (
+    BeamSearchParams,
+    RequestOutputKind,
+    SamplingParams,
+    SamplingType,
+    StructuredOutputsParams,
+)
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.speech_to_text import SpeechToTextConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
@@ -32,6 +39,7 @@ from compilation_bridge.vllm_config.vllm import VllmConfig
 __all__ = [
     "AttentionBackendEnum",
     "AttentionConfig",
+    "BeamSearchParams",
     "CUDAGraphMode",
     "CacheConfig",
     "CompilationConfig",
@@ -50,9 +58,13 @@ __all__ = [
     "PoolerConfig",
     "ProfilerConfig",
     "Range",
+    "RequestOutputKind",
+    "SamplingParams",
+    "SamplingType",
     "SchedulerConfig",
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
+    "StructuredOutputsParams",
     "VllmConfig",
     "set_vllm_backend_factory",
 ]
