@@ -191,4 +191,22 @@ GETTERS: dict[str, tuple[str, ...]] = {
         "structural_tag",
         "whitespace_pattern",
     ),
+    # vllm.pooling_params (Vllm.PoolingParams.*)
+    "PoolingParams": (
+        "activation",
+        "all_parameters",
+        "dimensions",
+        "extra_kwargs",
+        "normalize",
+        "output_kind",
+        "requires_token_ids",
+        "returned_token_ids",
+        "skip_reading_prefix_cache",
+        "softmax",
+        "step_tag_id",
+        "task",
+        "truncate_prompt_tokens",
+        "use_activation",
+        "valid_parameters",
+    ),
 }

@@ -82,4 +82,29 @@ defmodule CompilationBridge.SamplingParamsTest do
     assert {:ok, 0.5} = BeamSearchParams.length_penalty(beams)
     assert {:ok, 0} = SamplingType.greedy()
   end
+
+  test "PoolingParams: verified against a task, and against a pooling model's config" do
+    assert {:ok, params} = Vllm.PoolingParams.new([], normalize: false)
+    assert {:ok, nil} = Vllm.PoolingParams.verify(params, "embed", [])
+    assert {:ok, "embed"} = Vllm.PoolingParams.task(params)
+
+    assert {:ok, false} = Vllm.PoolingParams.use_activation(params),
+           "the deprecated normalize, moved"
+
+    assert {:ok, ["dimensions", "use_activation"]} = Vllm.PoolingParams.all_parameters(params)
+
+    assert {:ok, model} =
+             Vllm.Config.ModelConfig.new(
+               model: "tiny-llama",
+               skip_tokenizer_init: true,
+               runner: "pooling"
+             )
+
+    assert {:ok, sized} = Vllm.PoolingParams.new([], dimensions: 8)
+
+    assert {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.ValueError{} = reason}}} =
+             Vllm.PoolingParams.verify(sized, "embed", [model])
+
+    assert reason.message =~ "does not support matryoshka representation"
+  end
 end

@@ -116,7 +116,8 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Servers]:
         )
     # The product reads model folders only under roots the operator allows: allow the tiny test models.
     saved = os.environ.get(MODEL_ROOTS_ENV)
-    os.environ[MODEL_ROOTS_ENV] = os.pathsep.join(filter(None, [saved, str(TINY_LLAMA), str(TINY_MIXTRAL)]))
+    roots = [saved, str(TINY_LLAMA), str(TINY_MIXTRAL), str(TINY_MIXTRAL.parent)]
+    os.environ[MODEL_ROOTS_ENV] = os.pathsep.join(filter(None, roots))
     # The product's warnings (vLLM's, word for word) are not compared; keep them out of failure reports.
     product_logger = logging.getLogger("compilation_bridge")
     saved_level = product_logger.level

@@ -156,6 +156,7 @@ def _api() -> dict[str, Any]:
     )
     from vllm.config.utils import Range
     from vllm.config.vllm import OptimizationLevel
+    from vllm.pooling_params import PoolingParams
     from vllm.sampling_params import (
         BeamSearchParams,
         RequestOutputKind,
@@ -195,6 +196,7 @@ def _api() -> dict[str, Any]:
         "RequestOutputKind": RequestOutputKind,
         "StructuredOutputsParams": StructuredOutputsParams,
         "BeamSearchParams": BeamSearchParams,
+        "PoolingParams": PoolingParams,
     }
 
 

@@ -96,6 +96,7 @@ API_NAMES = (
     "RequestOutputKind",
     "StructuredOutputsParams",
     "BeamSearchParams",
+    "PoolingParams",
 )
 
 

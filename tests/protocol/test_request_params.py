@@ -1,5 +1,6 @@
-"""vLLM's request parameters over the wire, in-process (`vllm.sampling_params`): every function the `vllm`
-hex package's generated modules (Vllm.SamplingParams.*) call answers as the class itself does, methods
+"""vLLM's request parameters over the wire, in-process (`vllm.sampling_params`, `vllm.pooling_params`):
+every function the `vllm` hex package's generated modules (Vllm.SamplingParams.*, Vllm.PoolingParams.*)
+call answers as the class itself does, methods
 that return parameters return refs, refs pass back in as arguments, and what needs vLLM's engine (a
 tokenizer) is refused."""
 
@@ -16,6 +17,7 @@ from tests.workers import payload
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.vllm_config import (
     BeamSearchParams,
+    PoolingParams,
     RequestOutputKind,
     SamplingParams,
     StructuredOutputsParams,
@@ -26,7 +28,9 @@ CLASSES: dict[str, type] = {
     "SamplingParams": SamplingParams,
     "BeamSearchParams": BeamSearchParams,
     "StructuredOutputsParams": StructuredOutputsParams,
+    "PoolingParams": PoolingParams,
 }
+MODULES = {"PoolingParams": "vllm.pooling_params"}  # the others: vllm.sampling_params
 # Per class: the keywords it is built with, and the methods the generated module calls with these
 # arguments (the getters are tests/generated_getters.py's).
 GENERATED: dict[str, tuple[dict[str, Any], dict[str, list[Any]]]] = {
@@ -43,12 +47,17 @@ GENERATED: dict[str, tuple[dict[str, Any], dict[str, list[Any]]]] = {
         {"regex": "[a-z]+", "disable_fallback": True},
         {"all_constraints_none": [], "all_non_structural_tag_constraints_none": []},
     ),
+    "PoolingParams": (
+        {"dimensions": 16, "normalize": True, "truncate_prompt_tokens": 8},
+        {"verify": ["embed"], "_verify_valid_parameters": [], "_set_default_parameters": [None]},
+    ),
 }
 
 
 def construct(dispatcher: Dispatcher, cls: str, **kwargs: Any) -> dict[str, Any]:
     fields = {"call_type": "class", "function": "__init__", "kwargs": kwargs, "class": cls}
-    return call(dispatcher, python_module=MODULE, **fields)  # type: ignore[no-any-return]
+    module = MODULES.get(cls, MODULE)
+    return call(dispatcher, python_module=module, **fields)  # type: ignore[no-any-return]
 
 
 def get(dispatcher: Dispatcher, ref: dict[str, Any], attr: str) -> Any:
@@ -144,3 +153,14 @@ def test_the_enums_answer_by_member(dispatcher: Dispatcher) -> None:
     member = call(dispatcher, python_module=MODULE, **fields)
     assert member["type_name"] == "RequestOutputKind"
     assert get(dispatcher, member, "name") == RequestOutputKind(1).name
+
+
+def test_pooling_params_verify_against_a_model_ref(dispatcher: Dispatcher) -> None:
+    fields = {"call_type": "class", "function": "__init__", "class": "ModelConfig"}
+    kwargs = {"model": "tiny-llama", "skip_tokenizer_init": True, "runner": "pooling"}  # the bundled model
+    model = call(dispatcher, python_module="vllm.config", kwargs=kwargs, **fields)
+    params = construct(dispatcher, "PoolingParams", dimensions=16)
+    fields = {"call_type": "method", "function": "verify", "args": ["embed", ref_of(model)]}
+    reply = dispatcher.execute("snakebridge.call", payload("S", instance=ref_of(params), **fields), "w")
+    assert not reply.success and reply.error["type"] == "ValueError"
+    assert "does not support matryoshka representation" in reply.error["message"]

@@ -26,6 +26,7 @@ from compilation_bridge.vllm_config import (
     ObservabilityConfig,
     PassConfig,
     PoolerConfig,
+    PoolingParams,
     ProfilerConfig,
     Range,
     RequestOutputKind,
@@ -83,7 +84,15 @@ def _request_params() -> list[object]:
     )
     sampled.update_from_generation_config({"eos_token_id": [9]}, 3)
     assert sampled.sampling_type is SamplingType.RANDOM_SEED  # cached in the instance
-    return [SamplingParams(), sampled, BeamSearchParams(4, 64, length_penalty=0.5), StructuredOutputsParams()]
+    pooled = PoolingParams(softmax=True, extra_kwargs={"a": [1]}, returned_token_ids=None)
+    pooled.verify("classify")
+    return [
+        SamplingParams(),
+        sampled,
+        BeamSearchParams(4, 64, length_penalty=0.5),
+        StructuredOutputsParams(),
+        pooled,
+    ]
 
 
 def _cache_load_observability() -> list[object]:

@@ -49,8 +49,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
         )
     },
     **{("vllm.sampling_params", name): NOT_YET for name in ("PydanticMsgspecMixin", "TokenizerLike")},
-    **{("vllm.pooling_params", name): NOT_YET for name in ("PoolingParams", "RequestOutputKind", "")},
-    ("vllm", "PoolingParams"): NOT_YET,
 }
 # int's own methods on an IntEnum member (CompilationMode, SamplingType).
 INT_OWN: tuple[tuple[str, ...], str] = (
@@ -102,6 +100,10 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
     ("vllm.sampling_params", "SamplingType"): INT_OWN,
     ("vllm.sampling_params", "SamplingParams"): NEEDS_A_TOKENIZER,
     ("vllm", "SamplingParams"): NEEDS_A_TOKENIZER,
+    ("vllm.pooling_params", ""): (
+        ("PoolingTask",),
+        "a typing.Literal of the pooling tasks, not a value: `verify` takes the task names it lists",
+    ),
     ("vllm.sampling_params", ""): (
         ("_MAX_TEMP", "_SAMPLING_EPS", "logger"),
         "vLLM's module-private constants and its logger object: not the parameters' behaviour, which "
@@ -147,14 +149,12 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "is_cross_encoder",
             "is_deepseek_mla",
             "is_hybrid",
-            "is_matryoshka",
             "is_multimodal_model",
             "is_multimodal_raw_input_only_model",
             "is_pp_supported",
             "is_prefix_caching_supported",
             "is_quantized",
             "limit_mm_per_prompt",
-            "matryoshka_dimensions",
             "maybe_pull_model_tokenizer_for_runai",
             "media_io_kwargs",
             "mm_encoder_attn_backend",

@@ -87,7 +87,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
     "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
-    "vllm": ("SamplingParams",),  # vLLM's top level: the engine's names are refused with ENGINE_HINT
+    "vllm": ("PoolingParams", "SamplingParams"),  # vLLM's top level: its engine's names are refused
     "vllm.sampling_params": (
         "BeamSearchParams",
         "RequestOutputKind",
@@ -95,6 +95,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "SamplingType",
         "StructuredOutputsParams",
     ),
+    "vllm.pooling_params": ("PoolingParams", "RequestOutputKind"),
 }
 
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
@@ -137,7 +138,6 @@ VLLM_TOP_LEVEL_NOT_EXPOSED = frozenset(
         "LLMEngine",
         "ModelRegistry",
         "PoolingOutput",
-        "PoolingParams",
         "PoolingRequestOutput",
         "PromptType",
         "RequestOutput",
@@ -181,7 +181,8 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}
     ),
     "Range": frozenset(),
-    # Request parameters (vllm.sampling_params): msgspec Structs and a pydantic dataclass in vLLM.
+    # Request parameters (vllm.sampling_params, vllm.pooling_params): msgspec Structs and a pydantic
+    # dataclass in vLLM.
     "SamplingParams": frozenset(
         {
             "_validate_msgspec",
@@ -192,6 +193,14 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         }
     ),
     "BeamSearchParams": frozenset(),
+    "PoolingParams": frozenset(
+        {
+            "_merge_default_parameters",
+            "_set_default_parameters",
+            "_verify_step_pooling",
+            "_verify_valid_parameters",
+        }
+    ),
     "StructuredOutputsParams": frozenset({"_backend", "_backend_was_auto"}),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).

@@ -1,7 +1,8 @@
 """vLLM 0.14.0's configuration and request parameters, re-implemented without vLLM or a GPU.
 
 Names, fields, defaults, validators, error types and messages, `repr`, equality and `compute_hash()`
-follow vLLM 0.14.0 (`vllm.config`, `vllm.sampling_params`). Importing this package never imports torch.
+follow vLLM 0.14.0 (`vllm.config`, `vllm.sampling_params`, `vllm.pooling_params`). Importing this
+package never imports torch.
 """
 
 from compilation_bridge.vllm_config.attention import AttentionBackendEnum, AttentionConfig
@@ -22,6 +23,7 @@ from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.parallel import EPLBConfig, ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.pooler import PoolerConfig
+from compilation_bridge.vllm_config.pooling_params import PoolingParams
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.range import Range
 from compilation_bridge.vllm_config.sampling_params import (
@@ -56,6 +58,7 @@ __all__ = [
     "ParallelConfig",
     "PassConfig",
     "PoolerConfig",
+    "PoolingParams",
     "ProfilerConfig",
     "Range",
     "RequestOutputKind",

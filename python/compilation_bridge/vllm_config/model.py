@@ -440,6 +440,14 @@ class ModelConfig:
         return self.architectures[0] if self.architectures else None
 
     @property
+    def is_matryoshka(self) -> bool:
+        return bool(self.hf_config.get("matryoshka_dimensions")) or self.hf_config.get("is_matryoshka", False)
+
+    @property
+    def matryoshka_dimensions(self) -> Any:
+        return self.hf_config.get("matryoshka_dimensions")
+
+    @property
     def is_encoder_decoder(self) -> bool:
         return bool(self.hf_config.get("is_encoder_decoder", False))
 

@@ -3,8 +3,8 @@
 `SamplingParams` and `BeamSearchParams` are msgspec Structs in vLLM: construction binds arguments by
 position or by name without looking at their types (msgspec checks types only when it decodes), then
 `__post_init__` normalises and validates, so a wrong type fails there, with Python's own error, or not at
-all. They are dataclasses here, built by `_StructInit` with msgspec's binding and messages, so that the
-ref store keeps them as it keeps every config; equality, `repr` and unhashability are msgspec's.
+all. They are dataclasses here, built with msgspec's binding and messages (`structs`), so that the ref store
+keeps them as it keeps every config; equality, `repr` and unhashability are msgspec's.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from collections.abc import Mapping
 from dataclasses import field
 from enum import Enum, IntEnum
 from functools import cached_property
-from typing import Any, ClassVar, TypeVar
+from typing import Any
 
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
-from compilation_bridge.vllm_config.exceptions import ValidationError, VLLMValidationError
+from compilation_bridge.vllm_config.exceptions import VLLMValidationError
+from compilation_bridge.vllm_config.structs import StructInit, msgspec_struct
 
 logger = logging.getLogger("vllm.sampling_params")
 
@@ -84,74 +85,8 @@ class RequestOutputKind(Enum):
     FINAL_ONLY = 2
 
 
-_MISSING = dataclasses.MISSING
-_S = TypeVar("_S", bound="_StructInit")
-
-
-class _StructInit:
-    """msgspec.Struct's constructor: arguments bound by position, then by name, each field once; a
-    field without a default must be given; defaults made fresh for each instance; `__post_init__` last.
-    """
-
-    __hash__: ClassVar[None] = None  # a Struct that is not frozen
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        fields = dataclasses.fields(self)
-        if len(args) > len(fields):
-            raise TypeError("Extra positional arguments provided")
-        names = {f.name for f in fields}
-        for name in kwargs:
-            if name not in names:
-                raise TypeError(f"Unexpected keyword argument '{name}'")
-        for position, spec in enumerate(fields):
-            if position < len(args):
-                if spec.name in kwargs:
-                    raise TypeError(f"Argument '{spec.name}' given by name and position")
-                value = args[position]
-            elif spec.name in kwargs:
-                value = kwargs[spec.name]
-            elif spec.default is not _MISSING:
-                value = spec.default
-            elif spec.default_factory is not _MISSING:
-                value = spec.default_factory()
-            else:
-                raise TypeError(f"Missing required argument '{spec.name}'")
-            object.__setattr__(self, spec.name, value)
-        post_init = getattr(self, "__post_init__", None)
-        if post_init is not None:
-            post_init()
-
-    @classmethod
-    def _validate_msgspec(cls, value: Any) -> Any:
-        """Validate and convert input to msgspec.Struct instance."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, dict):
-            return cls(**value)
-        raise ValidationError(f"Expected `object`, got `{_json_kind(value)}`")
-
-
-def _json_kind(value: Any) -> str:
-    """msgspec's name for the kind of a value that is not an object."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, list | tuple | set | frozenset):
-        return "array"
-    return type(value).__name__
-
-
-def _struct(cls: type[_S]) -> type[_S]:
-    """A dataclass with msgspec's constructor (`_StructInit`), naming its fields as msgspec does
-    (`__struct_fields__`: the class has no attribute for a field without a default)."""
-    cls = dataclasses.dataclass(init=False, eq=True)(cls)
-    cls.__struct_fields__ = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[attr-defined]
-    return cls
-
-
-@_struct
-class SamplingParams(_StructInit):
+@msgspec_struct
+class SamplingParams(StructInit):
     """Sampling parameters for text generation.
 
     Overall, we follow the sampling parameters from the OpenAI text completion
@@ -522,8 +457,8 @@ def _copied(struct: Any, copy_value: Any) -> Any:
     return new
 
 
-@_struct
-class BeamSearchParams(_StructInit):
+@msgspec_struct
+class BeamSearchParams(StructInit):
     """Beam search parameters for text generation."""
 
     beam_width: int

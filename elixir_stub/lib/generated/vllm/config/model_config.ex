@@ -334,6 +334,11 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :is_encoder_decoder)
   end
 
+  @spec is_matryoshka(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_matryoshka(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_matryoshka)
+  end
+
   @spec is_mm_prefix_lm(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def is_mm_prefix_lm(ref) do
     SnakeBridge.Runtime.get_attr(ref, :is_mm_prefix_lm)
@@ -358,6 +363,11 @@ defmodule Vllm.Config.ModelConfig do
   @spec logprobs_mode(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def logprobs_mode(ref) do
     SnakeBridge.Runtime.get_attr(ref, :logprobs_mode)
+  end
+
+  @spec matryoshka_dimensions(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def matryoshka_dimensions(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :matryoshka_dimensions)
   end
 
   @spec max_logprobs(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
