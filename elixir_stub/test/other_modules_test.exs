@@ -2,7 +2,7 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig, KVEventsConfig) against real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -14,6 +14,7 @@ defmodule CompilationBridge.OtherModulesTest do
     CacheConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
     ObservabilityConfig,
     ModelConfig,
@@ -364,5 +365,50 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, "zmq"} = KVEventsConfig.publisher(held)
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.kv_events_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "KVTransferConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, transfer} =
+             KVTransferConfig.new(
+               kv_connector: "NixlConnector",
+               kv_role: "kv_producer",
+               kv_connector_extra_config: %{"n" => 2}
+             )
+
+    assert {:ok, true} = KVTransferConfig.is_kv_producer(transfer)
+    assert {:ok, false} = KVTransferConfig.is_kv_consumer(transfer)
+    assert {:ok, true} = KVTransferConfig.is_kv_transfer_instance(transfer)
+    assert {:ok, 2} = KVTransferConfig.get_from_extra_config(transfer, "n", nil)
+    assert {:ok, "dflt"} = KVTransferConfig.get_from_extra_config(transfer, "x", "dflt")
+    assert {:ok, engine_id} = KVTransferConfig.engine_id(transfer)
+    assert byte_size(engine_id) == 36, "a fresh uuid4, as in vLLM"
+    assert {:ok, hash} = KVTransferConfig.compute_hash(transfer)
+    assert {:ok, ^hash} = KVTransferConfig.compute_hash(elem(KVTransferConfig.new(), 1))
+
+    for getter <-
+          ~w(enable_permute_local_kv kv_buffer_device kv_buffer_size kv_connector
+             kv_connector_module_path kv_ip kv_load_failure_policy kv_parallel_size kv_port kv_rank
+             kv_role)a do
+      assert {:ok, _} = apply(KVTransferConfig, getter, [transfer]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             KVTransferConfig.new(kv_connector: "NixlConnector")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(kv_transfer_config: transfer)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "KVTransferConfig"} = held} =
+             VllmConfig.kv_transfer_config(vc)
+
+    assert {:ok, "NixlConnector"} = KVTransferConfig.kv_connector(held)
+    assert {:ok, cache} = CacheConfig.new(kv_offloading_size: 2.0)
+    assert {:ok, offloading} = VllmConfig.new(cache_config: cache)
+    assert {:ok, nil} = VllmConfig._post_init_kv_transfer_config(offloading)
+    assert {:ok, made} = VllmConfig.kv_transfer_config(offloading)
+    assert {:ok, "OffloadingConnector"} = KVTransferConfig.kv_connector(made), "made by post-init"
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.kv_transfer_config(plain), "none unless given, as in vLLM"
   end
 end

@@ -298,6 +298,7 @@ CONFIG_CATEGORIES = (
     "PoolerConfig",
     "EPLBConfig",
     "KVEventsConfig",
+    "KVTransferConfig",
 )
 
 

@@ -136,6 +136,7 @@ def _api() -> dict[str, Any]:
         DeviceConfig,
         EPLBConfig,
         KVEventsConfig,
+        KVTransferConfig,
         LoadConfig,
         ModelConfig,
         ObservabilityConfig,
@@ -183,6 +184,7 @@ def _api() -> dict[str, Any]:
         "PoolerConfig": PoolerConfig,
         "EPLBConfig": EPLBConfig,
         "KVEventsConfig": KVEventsConfig,
+        "KVTransferConfig": KVTransferConfig,
     }
 
 

@@ -17,6 +17,7 @@ from compilation_bridge.vllm_config import (
     CacheConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
     ObservabilityConfig,
     ParallelConfig,
@@ -91,11 +92,22 @@ GENERATED["KVEventsConfig"] = (
     GETTERS["KVEventsConfig"],
     {},
 )
+GENERATED["KVTransferConfig"] = (  # an engine id given: the default one is random
+    {
+        "kv_connector": "NixlConnector",
+        "kv_role": "kv_producer",
+        "engine_id": "e0",
+        "kv_connector_extra_config": {"n": 2},
+    },
+    GETTERS["KVTransferConfig"],
+    {"compute_hash": [], "get_from_extra_config": ["n", None]},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
     "EPLBConfig": EPLBConfig,
     "KVEventsConfig": KVEventsConfig,
+    "KVTransferConfig": KVTransferConfig,
     "LoadConfig": LoadConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,

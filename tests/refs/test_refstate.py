@@ -21,6 +21,7 @@ from compilation_bridge.vllm_config import (
     DynamicShapesConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
     ObservabilityConfig,
     PassConfig,
@@ -61,6 +62,11 @@ def _configs() -> list[object]:
         EPLBConfig(window_size=10, num_redundant_experts=2, use_async=True),
         KVEventsConfig(enable_kv_cache_events=True, replay_endpoint="tcp://*:5558"),
         VllmConfig(kv_events_config=KVEventsConfig(publisher="null", topic="t")),
+        KVTransferConfig(
+            kv_connector="NixlConnector", kv_role="kv_both", kv_connector_extra_config={"a": [1]}
+        ),
+        VllmConfig(kv_transfer_config=KVTransferConfig(kv_role="kv_consumer", kv_buffer_size=2)),
+        VllmConfig(cache_config=CacheConfig(kv_offloading_size=2.0, kv_offloading_backend="lmcache")),
     ]
 
 

@@ -41,7 +41,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
         ("vllm.config", name): NOT_YET
         for name in (
             "ECTransferConfig",
-            "KVTransferConfig",
             "LoRAConfig",
             "MultiModalConfig",
             "SpeculativeConfig",
@@ -209,7 +208,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         (
             "_apply_optimization_level_defaults",
             "_get_quantization_config",
-            "_post_init_kv_transfer_config",
             "_set_compile_ranges",
             "_set_config_default",
             "_set_cudagraph_sizes",
@@ -217,7 +215,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "ec_transfer_config",
             "enable_trace_function_call_for_thread",
             "get_quantization_config",
-            "kv_transfer_config",
             "lora_config",
             "needs_dp_coordinator",
             "quant_config",

@@ -35,6 +35,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "DeviceConfig",
         "EPLBConfig",
         "KVEventsConfig",
+        "KVTransferConfig",
         "LoadConfig",
         "ModelConfig",
         "ObservabilityConfig",
@@ -66,6 +67,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "CUDAGraphMode",
         "DeviceConfig",
         "KVEventsConfig",
+        "KVTransferConfig",
         "LoadConfig",
         "ModelConfig",
         "ObservabilityConfig",
@@ -78,6 +80,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.cache": ("CacheConfig",),
     "vllm.config.device": ("DeviceConfig",),
     "vllm.config.kv_events": ("KVEventsConfig",),
+    "vllm.config.kv_transfer": ("KVTransferConfig",),
     "vllm.config.load": ("LoadConfig",),
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
@@ -93,7 +96,6 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
         "ECTransferConfig",
-        "KVTransferConfig",
         "LoRAConfig",
         "iter_architecture_defaults",
         "str_dtype_to_torch_dtype",
@@ -120,7 +122,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "CompilationConfig": frozenset({"_skip_none_validation", "_attention_ops"}),
     "PassConfig": frozenset({"_skip_none_validation"}),
     "DynamicShapesConfig": frozenset(),
-    "VllmConfig": frozenset(),
+    "VllmConfig": frozenset({"_post_init_kv_transfer_config"}),
     "SchedulerConfig": frozenset(),
     "ParallelConfig": frozenset(),
     "ModelConfig": frozenset(),
@@ -140,6 +142,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "PoolerConfig": frozenset(),
     "EPLBConfig": frozenset({"_validate_eplb_config"}),
     "KVEventsConfig": frozenset(),
+    "KVTransferConfig": frozenset(),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "ProfilerConfig": frozenset(
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}

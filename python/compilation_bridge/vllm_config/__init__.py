@@ -16,6 +16,7 @@ from compilation_bridge.vllm_config.enums import (
     OptimizationLevel,
 )
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
+from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
@@ -41,6 +42,7 @@ __all__ = [
     "DynamicShapesType",
     "EPLBConfig",
     "KVEventsConfig",
+    "KVTransferConfig",
     "LoadConfig",
     "ModelConfig",
     "ObservabilityConfig",
