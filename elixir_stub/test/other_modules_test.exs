@@ -2,7 +2,7 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig) against real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -12,6 +12,7 @@ defmodule CompilationBridge.OtherModulesTest do
   alias Vllm.Config.{
     AttentionConfig,
     CacheConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
     KVTransferConfig,
@@ -410,5 +411,43 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, "OffloadingConnector"} = KVTransferConfig.kv_connector(made), "made by post-init"
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.kv_transfer_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "ECTransferConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, transfer} =
+             ECTransferConfig.new(
+               ec_connector: "ECExampleConnector",
+               ec_role: "ec_consumer",
+               ec_connector_extra_config: %{"n" => 3}
+             )
+
+    assert {:ok, false} = ECTransferConfig.is_ec_producer(transfer)
+    assert {:ok, true} = ECTransferConfig.is_ec_consumer(transfer)
+    assert {:ok, true} = ECTransferConfig.is_ec_transfer_instance(transfer)
+    assert {:ok, 3} = ECTransferConfig.get_from_extra_config(transfer, "n", nil)
+    assert {:ok, "dflt"} = ECTransferConfig.get_from_extra_config(transfer, "x", "dflt")
+    assert {:ok, engine_id} = ECTransferConfig.engine_id(transfer)
+    assert byte_size(engine_id) == 36, "a fresh uuid4, as in vLLM"
+    assert {:ok, "d751713988987e9331980363e24189ce"} = ECTransferConfig.compute_hash(transfer)
+
+    for getter <-
+          ~w(ec_buffer_device ec_buffer_size ec_connector ec_connector_module_path ec_ip
+             ec_parallel_size ec_port ec_rank ec_role)a do
+      assert {:ok, _} = apply(ECTransferConfig, getter, [transfer]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             ECTransferConfig.new(ec_role: "ec_both")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(ec_transfer_config: transfer)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "ECTransferConfig"} = held} =
+             VllmConfig.ec_transfer_config(vc)
+
+    assert {:ok, "ECExampleConnector"} = ECTransferConfig.ec_connector(held)
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.ec_transfer_config(plain), "none unless given, as in vLLM"
   end
 end

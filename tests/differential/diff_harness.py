@@ -299,6 +299,7 @@ CONFIG_CATEGORIES = (
     "EPLBConfig",
     "KVEventsConfig",
     "KVTransferConfig",
+    "ECTransferConfig",
 )
 
 

@@ -134,6 +134,7 @@ def _api() -> dict[str, Any]:
         CacheConfig,
         CompilationConfig,
         DeviceConfig,
+        ECTransferConfig,
         EPLBConfig,
         KVEventsConfig,
         KVTransferConfig,
@@ -185,6 +186,7 @@ def _api() -> dict[str, Any]:
         "EPLBConfig": EPLBConfig,
         "KVEventsConfig": KVEventsConfig,
         "KVTransferConfig": KVTransferConfig,
+        "ECTransferConfig": ECTransferConfig,
     }
 
 

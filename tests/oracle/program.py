@@ -23,7 +23,7 @@ BUILD is one of:
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
   "observability_config": {...}, "attention_config": {...}, "structured_outputs_config": {...},
   "profiler_config": {...}, "kv_transfer_config": {...}, "kv_events_config": {...},
-  "optimization_level": VALUE, "kwargs": {...}}``:
+  "ec_transfer_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
@@ -99,6 +99,7 @@ API_NAMES = (
     "EPLBConfig",
     "KVEventsConfig",
     "KVTransferConfig",
+    "ECTransferConfig",
 )
 
 
@@ -185,6 +186,7 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("profiler_config", "ProfilerConfig"),
         ("kv_transfer_config", "KVTransferConfig"),
         ("kv_events_config", "KVEventsConfig"),
+        ("ec_transfer_config", "ECTransferConfig"),
     ):
         state["stage"] = key
         if key in b:

@@ -15,6 +15,7 @@ from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.vllm_config import (
     AttentionConfig,
     CacheConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
     KVTransferConfig,
@@ -102,9 +103,20 @@ GENERATED["KVTransferConfig"] = (  # an engine id given: the default one is rand
     GETTERS["KVTransferConfig"],
     {"compute_hash": [], "get_from_extra_config": ["n", None]},
 )
+GENERATED["ECTransferConfig"] = (  # an engine id given: the default one is random
+    {
+        "ec_connector": "ECExampleConnector",
+        "ec_role": "ec_consumer",
+        "engine_id": "e1",
+        "ec_connector_extra_config": {"n": 3},
+    },
+    GETTERS["ECTransferConfig"],
+    {"compute_hash": [], "get_from_extra_config": ["n", None]},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
+    "ECTransferConfig": ECTransferConfig,
     "EPLBConfig": EPLBConfig,
     "KVEventsConfig": KVEventsConfig,
     "KVTransferConfig": KVTransferConfig,

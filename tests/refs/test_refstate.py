@@ -19,6 +19,7 @@ from compilation_bridge.vllm_config import (
     CompilationMode,
     CUDAGraphMode,
     DynamicShapesConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
     KVTransferConfig,
@@ -67,6 +68,10 @@ def _configs() -> list[object]:
         ),
         VllmConfig(kv_transfer_config=KVTransferConfig(kv_role="kv_consumer", kv_buffer_size=2)),
         VllmConfig(cache_config=CacheConfig(kv_offloading_size=2.0, kv_offloading_backend="lmcache")),
+        ECTransferConfig(
+            ec_connector="ECExampleConnector", ec_role="ec_producer", ec_connector_extra_config={"a": 1}
+        ),
+        VllmConfig(ec_transfer_config=ECTransferConfig(ec_buffer_device=None, ec_port=20000)),
     ]
 
 

@@ -40,7 +40,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
     **{
         ("vllm.config", name): NOT_YET
         for name in (
-            "ECTransferConfig",
             "LoRAConfig",
             "MultiModalConfig",
             "SpeculativeConfig",
@@ -212,7 +211,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "_set_config_default",
             "_set_cudagraph_sizes",
             "additional_config",
-            "ec_transfer_config",
             "enable_trace_function_call_for_thread",
             "get_quantization_config",
             "lora_config",

@@ -33,6 +33,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "CUDAGraphMode",
         "PassConfig",
         "DeviceConfig",
+        "ECTransferConfig",
         "EPLBConfig",
         "KVEventsConfig",
         "KVTransferConfig",
@@ -66,6 +67,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "CompilationMode",
         "CUDAGraphMode",
         "DeviceConfig",
+        "ECTransferConfig",
         "KVEventsConfig",
         "KVTransferConfig",
         "LoadConfig",
@@ -79,6 +81,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.attention": ("AttentionConfig",),
     "vllm.config.cache": ("CacheConfig",),
     "vllm.config.device": ("DeviceConfig",),
+    "vllm.config.ec_transfer": ("ECTransferConfig",),
     "vllm.config.kv_events": ("KVEventsConfig",),
     "vllm.config.kv_transfer": ("KVTransferConfig",),
     "vllm.config.load": ("LoadConfig",),
@@ -95,7 +98,6 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
-        "ECTransferConfig",
         "LoRAConfig",
         "iter_architecture_defaults",
         "str_dtype_to_torch_dtype",
@@ -143,6 +145,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "EPLBConfig": frozenset({"_validate_eplb_config"}),
     "KVEventsConfig": frozenset(),
     "KVTransferConfig": frozenset(),
+    "ECTransferConfig": frozenset(),
     "StructuredOutputsConfig": frozenset({"_validate_structured_output_config"}),
     "ProfilerConfig": frozenset(
         {"_get_from_env_if_set", "_set_from_env_if_set", "_validate_profiler_config"}

@@ -9,6 +9,7 @@ from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
+from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import (
     CompilationMode,
     CUDAGraphMode,
@@ -40,6 +41,7 @@ __all__ = [
     "DeviceConfig",
     "DynamicShapesConfig",
     "DynamicShapesType",
+    "ECTransferConfig",
     "EPLBConfig",
     "KVEventsConfig",
     "KVTransferConfig",

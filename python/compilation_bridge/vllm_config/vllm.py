@@ -18,6 +18,7 @@ from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
+from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
@@ -87,6 +88,8 @@ class VllmConfig:
     """The configurations for distributed KV cache transfer."""
     kv_events_config: KVEventsConfig | None = None
     """The configurations for event publishing."""
+    ec_transfer_config: ECTransferConfig | None = None
+    """The configurations for distributed EC cache transfer."""
     instance_id: str = ""
     """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
@@ -117,7 +120,7 @@ class VllmConfig:
             self.observability_config.compute_hash(),
             self.compilation_config.compute_hash(),
             self.kv_transfer_config.compute_hash() if self.kv_transfer_config else "None",
-            "None",  # ec_transfer_config
+            self.ec_transfer_config.compute_hash() if self.ec_transfer_config else "None",
             "None",  # additional_config
         ]
         return safe_hash(str([vllm_factors]).encode()).hexdigest()[:10]

@@ -51,6 +51,7 @@ defmodule Vllm.Config.VllmConfig do
   - `profiler_config` - Profiling configuration.
   - `kv_transfer_config` - The configurations for distributed KV cache transfer.
   - `kv_events_config` - The configurations for event publishing.
+  - `ec_transfer_config` - The configurations for distributed EC cache transfer.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
@@ -171,6 +172,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec device_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def device_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :device_config)
+  end
+
+  @spec ec_transfer_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def ec_transfer_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :ec_transfer_config)
   end
 
   @spec instance_id(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
