@@ -160,4 +160,18 @@ GETTERS: dict[str, tuple[str, ...]] = {
         "is_ec_producer",
         "is_ec_transfer_instance",
     ),
+    "MultiModalConfig": (
+        "enable_mm_embeds",
+        "interleave_mm_strings",
+        "limit_per_prompt",
+        "media_io_kwargs",
+        "mm_encoder_attn_backend",
+        "mm_encoder_tp_mode",
+        "mm_processor_cache_gb",
+        "mm_processor_cache_type",
+        "mm_processor_kwargs",
+        "mm_shm_cache_max_object_size_mb",
+        "skip_mm_profiling",
+        "video_pruning_rate",
+    ),
 }

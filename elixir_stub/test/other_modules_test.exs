@@ -2,7 +2,8 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig) against real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig) against
+  real workers.
   """
   use ExUnit.Case, async: true
 
@@ -19,6 +20,7 @@ defmodule CompilationBridge.OtherModulesTest do
     LoadConfig,
     ObservabilityConfig,
     ModelConfig,
+    MultiModalConfig,
     ParallelConfig,
     PoolerConfig,
     ProfilerConfig,
@@ -449,5 +451,76 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, "ECExampleConnector"} = ECTransferConfig.ec_connector(held)
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.ec_transfer_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "MultiModalConfig: every function of the published module, and inside ModelConfig" do
+    assert {:ok, mm} =
+             MultiModalConfig.new(
+               limit_per_prompt: %{"image" => 4, "video" => %{"count" => 1, "num_frames" => 8}},
+               mm_encoder_attn_backend: "flash_attn",
+               mm_processor_kwargs: %{"num_crops" => 2},
+               video_pruning_rate: 0.5
+             )
+
+    assert {:ok, 4} = MultiModalConfig.get_limit_per_prompt(mm, "image")
+    assert {:ok, 999} = MultiModalConfig.get_limit_per_prompt(mm, "audio"), "vLLM's default"
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "VideoDummyOptions"}} =
+             MultiModalConfig.get_dummy_options(mm, "video")
+
+    assert {:ok, nil} = MultiModalConfig.get_dummy_options(mm, "audio")
+    assert {:ok, true} = MultiModalConfig.is_multimodal_pruning_enabled(mm)
+
+    assert {:ok, %{"num_crops" => 2, "x" => 1}} =
+             MultiModalConfig.merge_mm_processor_kwargs(mm, %{"x" => 1})
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"} = backend} =
+             MultiModalConfig.mm_encoder_attn_backend(mm)
+
+    assert {:ok, "FLASH_ATTN"} = SnakeBridge.Runtime.get_attr(backend, :name)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"}} =
+             MultiModalConfig._validate_mm_encoder_attn_backend(mm, "torch_sdpa")
+
+    assert {:ok, %{}} = MultiModalConfig._validate_limit_per_prompt(mm, %{})
+    assert {:ok, %SnakeBridge.Ref{}} = MultiModalConfig._validate_multimodal_config(mm)
+    assert {:ok, hash} = MultiModalConfig.compute_hash(mm)
+    assert byte_size(hash) == 32, "md5 of the encoder backend's name, as vLLM"
+
+    for getter <-
+          ~w(enable_mm_embeds interleave_mm_strings limit_per_prompt media_io_kwargs mm_encoder_tp_mode
+             mm_processor_cache_gb mm_processor_cache_type mm_processor_kwargs
+             mm_shm_cache_max_object_size_mb skip_mm_profiling video_pruning_rate)a do
+      assert {:ok, _} = apply(MultiModalConfig, getter, [mm]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             MultiModalConfig.new(mm_shm_cache_max_object_size_mb: 64)
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, model} = ModelConfig.new(model: "tiny-llama", multimodal_config: mm)
+    assert {:ok, true} = ModelConfig.is_multimodal_model(model)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "MultiModalConfig"} = held} =
+             ModelConfig.get_multimodal_config(model)
+
+    assert {:ok, 4} = MultiModalConfig.get_limit_per_prompt(held, "image")
+
+    assert {:ok, text} =
+             ModelConfig.new(model: "tiny-llama", limit_mm_per_prompt: %{"image" => 2})
+
+    assert {:ok, false} = ModelConfig.is_multimodal_model(text), "not a multimodal architecture"
+    assert {:ok, nil} = ModelConfig.limit_mm_per_prompt(text), "an init var: the class's None"
+
+    for getter <-
+          ~w(enable_mm_embeds interleave_mm_strings media_io_kwargs mm_encoder_attn_backend
+             mm_encoder_tp_mode mm_processor_cache_gb mm_processor_cache_type mm_processor_kwargs
+             mm_shm_cache_max_object_size_mb skip_mm_profiling video_pruning_rate)a do
+      assert {:ok, nil} = apply(ModelConfig, getter, [text]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.ValueError{}}}} =
+             ModelConfig.get_multimodal_config(text)
   end
 end

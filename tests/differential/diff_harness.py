@@ -300,6 +300,7 @@ CONFIG_CATEGORIES = (
     "KVEventsConfig",
     "KVTransferConfig",
     "ECTransferConfig",
+    "MultiModalConfig",
 )
 
 

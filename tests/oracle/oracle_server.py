@@ -140,6 +140,7 @@ def _api() -> dict[str, Any]:
         KVTransferConfig,
         LoadConfig,
         ModelConfig,
+        MultiModalConfig,
         ObservabilityConfig,
         ParallelConfig,
         PoolerConfig,
@@ -187,6 +188,7 @@ def _api() -> dict[str, Any]:
         "KVEventsConfig": KVEventsConfig,
         "KVTransferConfig": KVTransferConfig,
         "ECTransferConfig": ECTransferConfig,
+        "MultiModalConfig": MultiModalConfig,
     }
 
 

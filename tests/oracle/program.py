@@ -100,6 +100,7 @@ API_NAMES = (
     "KVEventsConfig",
     "KVTransferConfig",
     "ECTransferConfig",
+    "MultiModalConfig",
 )
 
 

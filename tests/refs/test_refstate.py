@@ -24,6 +24,7 @@ from compilation_bridge.vllm_config import (
     KVEventsConfig,
     KVTransferConfig,
     LoadConfig,
+    MultiModalConfig,
     ObservabilityConfig,
     PassConfig,
     PoolerConfig,
@@ -72,6 +73,11 @@ def _configs() -> list[object]:
             ec_connector="ECExampleConnector", ec_role="ec_producer", ec_connector_extra_config={"a": 1}
         ),
         VllmConfig(ec_transfer_config=ECTransferConfig(ec_buffer_device=None, ec_port=20000)),
+        MultiModalConfig(
+            limit_per_prompt={"image": 2, "video": {"count": 1, "num_frames": 4}, "other": {"count": 0}},
+            mm_encoder_attn_backend="TORCH_SDPA",
+            mm_processor_kwargs={"n": [1]},
+        ),
     ]
 
 

@@ -20,6 +20,13 @@ from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.multimodal import (
+    AudioDummyOptions,
+    BaseDummyOptions,
+    ImageDummyOptions,
+    MultiModalConfig,
+    VideoDummyOptions,
+)
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.parallel import EPLBConfig, ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
@@ -34,6 +41,8 @@ from compilation_bridge.vllm_config.vllm import VllmConfig
 __all__ = [
     "AttentionBackendEnum",
     "AttentionConfig",
+    "AudioDummyOptions",
+    "BaseDummyOptions",
     "CUDAGraphMode",
     "CacheConfig",
     "CompilationConfig",
@@ -43,10 +52,12 @@ __all__ = [
     "DynamicShapesType",
     "ECTransferConfig",
     "EPLBConfig",
+    "ImageDummyOptions",
     "KVEventsConfig",
     "KVTransferConfig",
     "LoadConfig",
     "ModelConfig",
+    "MultiModalConfig",
     "ObservabilityConfig",
     "OptimizationLevel",
     "ParallelConfig",
@@ -57,6 +68,7 @@ __all__ = [
     "SchedulerConfig",
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
+    "VideoDummyOptions",
     "VllmConfig",
     "set_vllm_backend_factory",
 ]
