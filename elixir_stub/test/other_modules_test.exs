@@ -2,7 +2,8 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig, KVEventsConfig) against real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig) against
+  real workers.
   """
   use ExUnit.Case, async: true
 
@@ -12,11 +13,14 @@ defmodule CompilationBridge.OtherModulesTest do
   alias Vllm.Config.{
     AttentionConfig,
     CacheConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
     ObservabilityConfig,
     ModelConfig,
+    MultiModalConfig,
     ParallelConfig,
     PoolerConfig,
     ProfilerConfig,
@@ -364,5 +368,159 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, "zmq"} = KVEventsConfig.publisher(held)
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.kv_events_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "KVTransferConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, transfer} =
+             KVTransferConfig.new(
+               kv_connector: "NixlConnector",
+               kv_role: "kv_producer",
+               kv_connector_extra_config: %{"n" => 2}
+             )
+
+    assert {:ok, true} = KVTransferConfig.is_kv_producer(transfer)
+    assert {:ok, false} = KVTransferConfig.is_kv_consumer(transfer)
+    assert {:ok, true} = KVTransferConfig.is_kv_transfer_instance(transfer)
+    assert {:ok, 2} = KVTransferConfig.get_from_extra_config(transfer, "n", nil)
+    assert {:ok, "dflt"} = KVTransferConfig.get_from_extra_config(transfer, "x", "dflt")
+    assert {:ok, engine_id} = KVTransferConfig.engine_id(transfer)
+    assert byte_size(engine_id) == 36, "a fresh uuid4, as in vLLM"
+    assert {:ok, hash} = KVTransferConfig.compute_hash(transfer)
+    assert {:ok, ^hash} = KVTransferConfig.compute_hash(elem(KVTransferConfig.new(), 1))
+
+    for getter <-
+          ~w(enable_permute_local_kv kv_buffer_device kv_buffer_size kv_connector
+             kv_connector_module_path kv_ip kv_load_failure_policy kv_parallel_size kv_port kv_rank
+             kv_role)a do
+      assert {:ok, _} = apply(KVTransferConfig, getter, [transfer]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             KVTransferConfig.new(kv_connector: "NixlConnector")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(kv_transfer_config: transfer)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "KVTransferConfig"} = held} =
+             VllmConfig.kv_transfer_config(vc)
+
+    assert {:ok, "NixlConnector"} = KVTransferConfig.kv_connector(held)
+    assert {:ok, cache} = CacheConfig.new(kv_offloading_size: 2.0)
+    assert {:ok, offloading} = VllmConfig.new(cache_config: cache)
+    assert {:ok, nil} = VllmConfig._post_init_kv_transfer_config(offloading)
+    assert {:ok, made} = VllmConfig.kv_transfer_config(offloading)
+    assert {:ok, "OffloadingConnector"} = KVTransferConfig.kv_connector(made), "made by post-init"
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.kv_transfer_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "ECTransferConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, transfer} =
+             ECTransferConfig.new(
+               ec_connector: "ECExampleConnector",
+               ec_role: "ec_consumer",
+               ec_connector_extra_config: %{"n" => 3}
+             )
+
+    assert {:ok, false} = ECTransferConfig.is_ec_producer(transfer)
+    assert {:ok, true} = ECTransferConfig.is_ec_consumer(transfer)
+    assert {:ok, true} = ECTransferConfig.is_ec_transfer_instance(transfer)
+    assert {:ok, 3} = ECTransferConfig.get_from_extra_config(transfer, "n", nil)
+    assert {:ok, "dflt"} = ECTransferConfig.get_from_extra_config(transfer, "x", "dflt")
+    assert {:ok, engine_id} = ECTransferConfig.engine_id(transfer)
+    assert byte_size(engine_id) == 36, "a fresh uuid4, as in vLLM"
+    assert {:ok, "d751713988987e9331980363e24189ce"} = ECTransferConfig.compute_hash(transfer)
+
+    for getter <-
+          ~w(ec_buffer_device ec_buffer_size ec_connector ec_connector_module_path ec_ip
+             ec_parallel_size ec_port ec_rank ec_role)a do
+      assert {:ok, _} = apply(ECTransferConfig, getter, [transfer]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             ECTransferConfig.new(ec_role: "ec_both")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(ec_transfer_config: transfer)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "ECTransferConfig"} = held} =
+             VllmConfig.ec_transfer_config(vc)
+
+    assert {:ok, "ECExampleConnector"} = ECTransferConfig.ec_connector(held)
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.ec_transfer_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "MultiModalConfig: every function of the published module, and inside ModelConfig" do
+    assert {:ok, mm} =
+             MultiModalConfig.new(
+               limit_per_prompt: %{"image" => 4, "video" => %{"count" => 1, "num_frames" => 8}},
+               mm_encoder_attn_backend: "flash_attn",
+               mm_processor_kwargs: %{"num_crops" => 2},
+               video_pruning_rate: 0.5
+             )
+
+    assert {:ok, 4} = MultiModalConfig.get_limit_per_prompt(mm, "image")
+    assert {:ok, 999} = MultiModalConfig.get_limit_per_prompt(mm, "audio"), "vLLM's default"
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "VideoDummyOptions"}} =
+             MultiModalConfig.get_dummy_options(mm, "video")
+
+    assert {:ok, nil} = MultiModalConfig.get_dummy_options(mm, "audio")
+    assert {:ok, true} = MultiModalConfig.is_multimodal_pruning_enabled(mm)
+
+    assert {:ok, %{"num_crops" => 2, "x" => 1}} =
+             MultiModalConfig.merge_mm_processor_kwargs(mm, %{"x" => 1})
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"} = backend} =
+             MultiModalConfig.mm_encoder_attn_backend(mm)
+
+    assert {:ok, "FLASH_ATTN"} = SnakeBridge.Runtime.get_attr(backend, :name)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "AttentionBackendEnum"}} =
+             MultiModalConfig._validate_mm_encoder_attn_backend(mm, "torch_sdpa")
+
+    assert {:ok, %{}} = MultiModalConfig._validate_limit_per_prompt(mm, %{})
+    assert {:ok, %SnakeBridge.Ref{}} = MultiModalConfig._validate_multimodal_config(mm)
+    assert {:ok, hash} = MultiModalConfig.compute_hash(mm)
+    assert byte_size(hash) == 32, "md5 of the encoder backend's name, as vLLM"
+
+    for getter <-
+          ~w(enable_mm_embeds interleave_mm_strings limit_per_prompt media_io_kwargs mm_encoder_tp_mode
+             mm_processor_cache_gb mm_processor_cache_type mm_processor_kwargs
+             mm_shm_cache_max_object_size_mb skip_mm_profiling video_pruning_rate)a do
+      assert {:ok, _} = apply(MultiModalConfig, getter, [mm]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             MultiModalConfig.new(mm_shm_cache_max_object_size_mb: 64)
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, model} = ModelConfig.new(model: "tiny-llama", multimodal_config: mm)
+    assert {:ok, true} = ModelConfig.is_multimodal_model(model)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "MultiModalConfig"} = held} =
+             ModelConfig.get_multimodal_config(model)
+
+    assert {:ok, 4} = MultiModalConfig.get_limit_per_prompt(held, "image")
+
+    assert {:ok, text} =
+             ModelConfig.new(model: "tiny-llama", limit_mm_per_prompt: %{"image" => 2})
+
+    assert {:ok, false} = ModelConfig.is_multimodal_model(text), "not a multimodal architecture"
+    assert {:ok, nil} = ModelConfig.limit_mm_per_prompt(text), "an init var: the class's None"
+
+    for getter <-
+          ~w(enable_mm_embeds interleave_mm_strings media_io_kwargs mm_encoder_attn_backend
+             mm_encoder_tp_mode mm_processor_cache_gb mm_processor_cache_type mm_processor_kwargs
+             mm_shm_cache_max_object_size_mb skip_mm_profiling video_pruning_rate)a do
+      assert {:ok, nil} = apply(ModelConfig, getter, [text]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.ValueError{}}}} =
+             ModelConfig.get_multimodal_config(text)
   end
 end

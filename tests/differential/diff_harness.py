@@ -298,6 +298,9 @@ CONFIG_CATEGORIES = (
     "PoolerConfig",
     "EPLBConfig",
     "KVEventsConfig",
+    "KVTransferConfig",
+    "ECTransferConfig",
+    "MultiModalConfig",
 )
 
 

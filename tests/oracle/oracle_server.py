@@ -134,10 +134,13 @@ def _api() -> dict[str, Any]:
         CacheConfig,
         CompilationConfig,
         DeviceConfig,
+        ECTransferConfig,
         EPLBConfig,
         KVEventsConfig,
+        KVTransferConfig,
         LoadConfig,
         ModelConfig,
+        MultiModalConfig,
         ObservabilityConfig,
         ParallelConfig,
         PoolerConfig,
@@ -197,6 +200,9 @@ def _api() -> dict[str, Any]:
         "StructuredOutputsParams": StructuredOutputsParams,
         "BeamSearchParams": BeamSearchParams,
         "PoolingParams": PoolingParams,
+        "KVTransferConfig": KVTransferConfig,
+        "ECTransferConfig": ECTransferConfig,
+        "MultiModalConfig": MultiModalConfig,
     }
 
 

@@ -10,7 +10,11 @@ This module imports neither vLLM nor the product: it only sees the classes it is
 
 Request::
 
-    {"build": BUILD, "ops": [OP, ...], "final": true, "env": {NAME: VALUE | null}}
+    {"build": BUILD, "ops": [OP, ...], "final": true, "env": {NAME: VALUE | null}, "sequential_uuid4": true}
+
+``sequential_uuid4`` makes ``uuid.uuid4()`` answer the version-4 UUIDs 1, 2, 3, ... during the request, on
+both sides alike: the KV and EC transfer configs draw their default ``engine_id`` from it, and a random id
+would make every answer that shows it differ.
 
 BUILD is one of:
 
@@ -18,7 +22,8 @@ BUILD is one of:
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
   "observability_config": {...}, "attention_config": {...}, "structured_outputs_config": {...},
-  "profiler_config": {...}, "kv_events_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
+  "profiler_config": {...}, "kv_transfer_config": {...}, "kv_events_config": {...},
+  "ec_transfer_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
@@ -40,7 +45,8 @@ is the object itself; absent means the default target). Operations:
 - ``members``: an enum class's ``__members__`` in order, as ``[name, member]`` pairs;
 - ``init_backend``: ``target.init_backend(None)`` (only meaningful where it fails before using the
   argument, or returns a backend name);
-- ``same_compilation_config``: for ``vllm`` builds, whether ``VllmConfig`` kept the very object passed in.
+- ``same_compilation_config``: for ``vllm`` builds, whether ``VllmConfig`` kept the very object passed in;
+- ``is_uuid4``: ``{"name": ATTR}``, whether the attribute is a string that spells a version-4 UUID.
 
 Answer::
 
@@ -58,8 +64,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import itertools
 import os
 import pathlib
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -97,6 +105,9 @@ API_NAMES = (
     "StructuredOutputsParams",
     "BeamSearchParams",
     "PoolingParams",
+    "KVTransferConfig",
+    "ECTransferConfig",
+    "MultiModalConfig",
 )
 
 
@@ -195,7 +206,9 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("attention_config", "AttentionConfig"),
         ("structured_outputs_config", "StructuredOutputsConfig"),
         ("profiler_config", "ProfilerConfig"),
+        ("kv_transfer_config", "KVTransferConfig"),
         ("kv_events_config", "KVEventsConfig"),
+        ("ec_transfer_config", "ECTransferConfig"),
     ):
         state["stage"] = key
         if key in b:
@@ -270,6 +283,8 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
         return result if isinstance(result, str) else {"not_a_name": enc(result)}
     if name == "same_compilation_config":
         return state.get("cc") is state["root"].compilation_config
+    if name == "is_uuid4":
+        return _is_uuid4(getattr(target, _public(op["name"])))
     raise HarnessError(f"unknown op {name!r}")
 
 
@@ -278,13 +293,25 @@ def execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
     request's ``env`` (name -> value, or null to unset) in ``os.environ`` meanwhile."""
     env: dict[str, str | None] = req.get("env") or {}
     saved = {k: os.environ.get(k) for k in env}
+    random_uuid4 = uuid.uuid4
     try:
         for k, v in env.items():
             _setenv(k, v)
+        if req.get("sequential_uuid4"):
+            count = itertools.count(1)
+            uuid.uuid4 = lambda: uuid.UUID(int=next(count), version=4)
         return _execute(api, req)
     finally:
+        uuid.uuid4 = random_uuid4
         for k, v in saved.items():
             _setenv(k, v)
+
+
+def _is_uuid4(value: Any) -> bool:
+    try:
+        return isinstance(value, str) and str(uuid.UUID(value)) == value and uuid.UUID(value).version == 4
+    except ValueError:
+        return False
 
 
 def _setenv(name: str, value: str | None) -> None:

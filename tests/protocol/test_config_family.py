@@ -15,9 +15,12 @@ from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.vllm_config import (
     AttentionConfig,
     CacheConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
+    MultiModalConfig,
     ObservabilityConfig,
     ParallelConfig,
     PoolerConfig,
@@ -91,12 +94,49 @@ GENERATED["KVEventsConfig"] = (
     GETTERS["KVEventsConfig"],
     {},
 )
+GENERATED["KVTransferConfig"] = (  # an engine id given: the default one is random
+    {
+        "kv_connector": "NixlConnector",
+        "kv_role": "kv_producer",
+        "engine_id": "e0",
+        "kv_connector_extra_config": {"n": 2},
+    },
+    GETTERS["KVTransferConfig"],
+    {"compute_hash": [], "get_from_extra_config": ["n", None]},
+)
+GENERATED["ECTransferConfig"] = (  # an engine id given: the default one is random
+    {
+        "ec_connector": "ECExampleConnector",
+        "ec_role": "ec_consumer",
+        "engine_id": "e1",
+        "ec_connector_extra_config": {"n": 3},
+    },
+    GETTERS["ECTransferConfig"],
+    {"compute_hash": [], "get_from_extra_config": ["n", None]},
+)
+GENERATED["MultiModalConfig"] = (  # limit_per_prompt's options come back as refs: see the test below
+    {"mm_encoder_attn_backend": "FLASH_ATTN", "mm_processor_kwargs": {"n": 1}, "video_pruning_rate": 0.25},
+    GETTERS["MultiModalConfig"],
+    {
+        "_validate_limit_per_prompt": [{}],
+        "_validate_mm_encoder_attn_backend": [None],
+        "_validate_multimodal_config": [],
+        "compute_hash": [],
+        "get_dummy_options": ["image"],
+        "get_limit_per_prompt": ["image"],
+        "is_multimodal_pruning_enabled": [],
+        "merge_mm_processor_kwargs": [{"m": 2}],
+    },
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
+    "ECTransferConfig": ECTransferConfig,
     "EPLBConfig": EPLBConfig,
     "KVEventsConfig": KVEventsConfig,
+    "KVTransferConfig": KVTransferConfig,
     "LoadConfig": LoadConfig,
+    "MultiModalConfig": MultiModalConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,
     "ProfilerConfig": ProfilerConfig,
@@ -201,3 +241,26 @@ def test_names_not_served_are_still_refused(dispatcher: Dispatcher) -> None:
     reply = dispatcher.execute("snakebridge.call", payload("S", **fields), "worker-session")
     assert not reply.success
     assert "LoRAConfig" in reply.error["message"]
+
+
+def test_multimodal_dummy_options_are_readable_refs(dispatcher: Dispatcher) -> None:
+    """What get_dummy_options answers (a dataclass the generated modules have no module for) is a ref whose
+    fields can be read."""
+    config = construct(
+        dispatcher, "MultiModalConfig", limit_per_prompt={"video": {"count": 2, "num_frames": 8}}
+    )
+    options = call(
+        dispatcher, call_type="method", function="get_dummy_options", args=["video"], instance=ref_of(config)
+    )
+    assert options["type_name"] == "VideoDummyOptions"
+    for attr, expected in (("count", 2), ("num_frames", 8), ("width", None)):
+        got = call(dispatcher, call_type="get_attr", attr=attr, function=attr, instance=ref_of(options))
+        assert got == expected, attr
+    limit = call(
+        dispatcher,
+        call_type="method",
+        function="get_limit_per_prompt",
+        args=["video"],
+        instance=ref_of(config),
+    )
+    assert limit == 2

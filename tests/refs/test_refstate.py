@@ -20,9 +20,12 @@ from compilation_bridge.vllm_config import (
     CompilationMode,
     CUDAGraphMode,
     DynamicShapesConfig,
+    ECTransferConfig,
     EPLBConfig,
     KVEventsConfig,
+    KVTransferConfig,
     LoadConfig,
+    MultiModalConfig,
     ObservabilityConfig,
     PassConfig,
     PoolerConfig,
@@ -67,6 +70,20 @@ def _configs() -> list[object]:
         EPLBConfig(window_size=10, num_redundant_experts=2, use_async=True),
         KVEventsConfig(enable_kv_cache_events=True, replay_endpoint="tcp://*:5558"),
         VllmConfig(kv_events_config=KVEventsConfig(publisher="null", topic="t")),
+        KVTransferConfig(
+            kv_connector="NixlConnector", kv_role="kv_both", kv_connector_extra_config={"a": [1]}
+        ),
+        VllmConfig(kv_transfer_config=KVTransferConfig(kv_role="kv_consumer", kv_buffer_size=2)),
+        VllmConfig(cache_config=CacheConfig(kv_offloading_size=2.0, kv_offloading_backend="lmcache")),
+        ECTransferConfig(
+            ec_connector="ECExampleConnector", ec_role="ec_producer", ec_connector_extra_config={"a": 1}
+        ),
+        VllmConfig(ec_transfer_config=ECTransferConfig(ec_buffer_device=None, ec_port=20000)),
+        MultiModalConfig(
+            limit_per_prompt={"image": 2, "video": {"count": 1, "num_frames": 4}, "other": {"count": 0}},
+            mm_encoder_attn_backend="TORCH_SDPA",
+            mm_processor_kwargs={"n": [1]},
+        ),
         *_request_params(),
     ]
 

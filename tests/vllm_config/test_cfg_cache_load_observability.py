@@ -1,7 +1,7 @@
-"""What the differential tests cannot compare for CacheConfig, ObservabilityConfig and AttentionConfig:
-the worker's refusal where vLLM would build a config it does not serve, an OTLP endpoint where
-OpenTelemetry is installed (the oracle environment has none), and the env reader a caller can reach, held
-to AttentionConfig's own pairs."""
+"""What the differential tests cannot compare for ObservabilityConfig and AttentionConfig: an OTLP endpoint
+where OpenTelemetry is installed (the oracle environment has none), and the env reader a caller can reach,
+held to AttentionConfig's own pairs. (CacheConfig's offloading inside VllmConfig is compared with vLLM in
+tests/differential/test_kv_transfer_config.py.)"""
 
 from __future__ import annotations
 
@@ -9,14 +9,7 @@ import importlib.util
 
 import pytest
 
-from compilation_bridge.vllm_config import AttentionConfig, CacheConfig, ObservabilityConfig, VllmConfig
-
-
-def test_kv_offloading_is_refused_inside_vllm_config() -> None:
-    """vLLM would create a KVTransferConfig (and hash it); the worker does not serve one, so it says so."""
-    CacheConfig(kv_offloading_size=2.0)  # on its own the field is plain data, as in vLLM
-    with pytest.raises(NotImplementedError, match="kv_offloading_size needs a KVTransferConfig"):
-        VllmConfig(cache_config=CacheConfig(kv_offloading_size=2.0))
+from compilation_bridge.vllm_config import AttentionConfig, ObservabilityConfig
 
 
 @pytest.mark.skipif(importlib.util.find_spec("opentelemetry") is None, reason="OpenTelemetry not installed")

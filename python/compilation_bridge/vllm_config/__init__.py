@@ -10,6 +10,7 @@ from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vllm_backend_factory
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
+from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import (
     CompilationMode,
     CUDAGraphMode,
@@ -17,8 +18,16 @@ from compilation_bridge.vllm_config.enums import (
     OptimizationLevel,
 )
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
+from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.multimodal import (
+    AudioDummyOptions,
+    BaseDummyOptions,
+    ImageDummyOptions,
+    MultiModalConfig,
+    VideoDummyOptions,
+)
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.parallel import EPLBConfig, ParallelConfig
 from compilation_bridge.vllm_config.pass_config import PassConfig
@@ -41,6 +50,8 @@ from compilation_bridge.vllm_config.vllm import VllmConfig
 __all__ = [
     "AttentionBackendEnum",
     "AttentionConfig",
+    "AudioDummyOptions",
+    "BaseDummyOptions",
     "BeamSearchParams",
     "CUDAGraphMode",
     "CacheConfig",
@@ -49,10 +60,14 @@ __all__ = [
     "DeviceConfig",
     "DynamicShapesConfig",
     "DynamicShapesType",
+    "ECTransferConfig",
     "EPLBConfig",
+    "ImageDummyOptions",
     "KVEventsConfig",
+    "KVTransferConfig",
     "LoadConfig",
     "ModelConfig",
+    "MultiModalConfig",
     "ObservabilityConfig",
     "OptimizationLevel",
     "ParallelConfig",
@@ -68,6 +83,7 @@ __all__ = [
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
     "StructuredOutputsParams",
+    "VideoDummyOptions",
     "VllmConfig",
     "set_vllm_backend_factory",
 ]

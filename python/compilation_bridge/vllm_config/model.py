@@ -8,7 +8,7 @@ opened without following a symlink out of those roots (`compilation_bridge.safe_
 
 import json
 import os
-from dataclasses import field
+from dataclasses import InitVar, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,7 +17,10 @@ from pydantic.dataclasses import dataclass
 
 from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
 from compilation_bridge.settings import MODEL_ROOTS_ENV, get_settings, model_roots_setting
+from compilation_bridge.vllm_config.attention import AttentionBackendEnum
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
+from compilation_bridge.vllm_config.logs import logger
+from compilation_bridge.vllm_config.multimodal import MMCacheType, MMEncoderTPMode, MultiModalConfig
 from compilation_bridge.vllm_config.pooler import PoolerConfig, SequencePoolingType, TokenPoolingType
 
 BUNDLED_MODELS = Path(__file__).parent / "models"
@@ -328,11 +331,26 @@ class ModelConfig:
     pooler_config: PoolerConfig | None = None
     """Pooler config which controls the behaviour of output pooling in pooling
     models."""
-    multimodal_config: dict[str, Any] | None = None
+    multimodal_config: MultiModalConfig | None = None
     """Configuration for multimodal model. If `None`, this will be inferred
     from the architecture of `self.model`."""
+    # vLLM builds its MultiModalConfig from these when its model registry calls the architecture
+    # multimodal; this worker infers none (docs/configuration.md), so they are validated and then unused,
+    # and read back as the class's None, as in vLLM for a text model.
+    limit_mm_per_prompt: InitVar[dict[str, int | dict[str, int]] | None] = None
+    enable_mm_embeds: InitVar[bool | None] = None
+    media_io_kwargs: InitVar[dict[str, dict[str, Any]] | None] = None
+    mm_processor_kwargs: InitVar[dict[str, Any] | None] = None
+    mm_processor_cache_gb: InitVar[float | None] = None
+    mm_processor_cache_type: InitVar[MMCacheType | None] = None
+    mm_shm_cache_max_object_size_mb: InitVar[int | None] = None
+    mm_encoder_tp_mode: InitVar[MMEncoderTPMode | None] = None
+    mm_encoder_attn_backend: InitVar[AttentionBackendEnum | str | None] = None
+    interleave_mm_strings: InitVar[bool | None] = None
+    skip_mm_profiling: InitVar[bool | None] = None
+    video_pruning_rate: InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, *multimodal_init_vars: object) -> None:
         self.hf_config = load_hf_config(self.model)
         self.hf_text_config = self.hf_config
         if self.tokenizer is None:
@@ -344,6 +362,10 @@ class ModelConfig:
             self._init_pooler_config()
         self.dtype = self._resolve_dtype(self.dtype)
         self.max_model_len = self._verify_max_len(self.max_model_len)
+        if self.is_encoder_decoder:
+            # Set on the instance over the init var's class default, as vLLM does (mypy sees no attribute).
+            self.mm_processor_cache_gb = 0  # type: ignore[attr-defined]
+            logger.info("Encoder-decoder model detected, disabling mm processor cache.")
 
     def _init_pooler_config(self) -> None:
         """vLLM's pooler set-up for the pooling runner: the caller's settings, the rest from the model.
@@ -464,6 +486,21 @@ class ModelConfig:
         return model_type in _DEEPSEEK_MLA_TYPES and self.hf_config.get("kv_lora_rank") is not None
 
     @property
+    def is_multimodal_model(self) -> bool:
+        return self.multimodal_config is not None
+
+    def get_multimodal_config(self) -> MultiModalConfig:
+        """
+        Get the multimodal configuration of the model.
+
+        Raises:
+            ValueError: If the model is not multimodal.
+        """
+        if self.multimodal_config is None:
+            raise ValueError("The model is not multimodal.")
+        return self.multimodal_config
+
+    @property
     def is_mm_prefix_lm(self) -> bool:
         return self.hf_config.get("model_type") in _MM_PREFIX_LM_TYPES
 
@@ -527,5 +564,5 @@ class ModelConfig:
     def compute_hash(self) -> str:
         # vLLM hashes its full ModelConfig including the transformers config object; this hash covers
         # the same model facts but is not byte-identical to vLLM's (see docs/configuration.md).
-        ignored = {"tokenizer", "seed", "enforce_eager", "skip_tokenizer_init"}
+        ignored = {"tokenizer", "seed", "enforce_eager", "skip_tokenizer_init", "multimodal_config"}
         return hash_factors(get_hash_factors(self, ignored))

@@ -18,9 +18,11 @@ from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
 from compilation_bridge.vllm_config.compilation import CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
+from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
+from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
 from compilation_bridge.vllm_config.model import ModelConfig
@@ -34,6 +36,16 @@ from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsC
 from compilation_bridge.vllm_config.versions import VLLM_VERSION
 
 _ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
+_KV_TRANSFER_DISABLES_HYBRID = (
+    "Turning off hybrid kv cache manager because "
+    "`--kv-transfer-config` is set. This will reduce the "
+    "performance of vLLM on LLMs with sliding window attention "
+    "or Mamba attention. If you are a developer of kv connector"
+    ", please consider supporting hybrid kv cache manager for "
+    "your connector by making sure your connector is a subclass"
+    " of `SupportsHMA` defined in kv_connector/v1/base.py and"
+    " use --no-disable-hybrid-kv-cache-manager to start vLLM."
+)
 
 
 @vllm_name("vllm.config.vllm.VllmConfig")
@@ -72,8 +84,12 @@ class VllmConfig:
     """
     profiler_config: ProfilerConfig = Field(default_factory=ProfilerConfig)
     """Profiling configuration."""
+    kv_transfer_config: KVTransferConfig | None = None
+    """The configurations for distributed KV cache transfer."""
     kv_events_config: KVEventsConfig | None = None
     """The configurations for event publishing."""
+    ec_transfer_config: ECTransferConfig | None = None
+    """The configurations for distributed EC cache transfer."""
     instance_id: str = ""
     """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
@@ -103,8 +119,8 @@ class VllmConfig:
             self.profiler_config.compute_hash() if self.profiler_config else "None",
             self.observability_config.compute_hash(),
             self.compilation_config.compute_hash(),
-            "None",  # kv_transfer_config
-            "None",  # ec_transfer_config
+            self.kv_transfer_config.compute_hash() if self.kv_transfer_config else "None",
+            self.ec_transfer_config.compute_hash() if self.ec_transfer_config else "None",
             "None",  # additional_config
         ]
         return safe_hash(str([vllm_factors]).encode()).hexdigest()[:10]
@@ -190,7 +206,7 @@ class VllmConfig:
         self._check_microbatching()
         self._resolve_hybrid_kv_cache_manager()
         self._resolve_debug_dump_path()
-        self._refuse_kv_offloading()
+        self._post_init_kv_transfer_config()
 
     @model_validator(mode="after")
     def validate_mamba_block_size(self) -> "VllmConfig":
@@ -204,15 +220,32 @@ class VllmConfig:
             raise ValueError("--mamba-block-size can only be set with --enable-prefix-caching")
         return self
 
-    def _refuse_kv_offloading(self) -> None:
-        """vLLM's last step: with `kv_offloading_size` set it makes a KVTransferConfig (an offloading
-        connector), which changes the engine hash. The worker does not serve KVTransferConfig, so it
-        refuses the request rather than answer a hash that differs from vLLM's."""
-        if self.cache_config.kv_offloading_size is not None:
-            raise NotImplementedError(
-                "cache_config.kv_offloading_size needs a KVTransferConfig, which this worker does not "
-                "serve (vLLM 0.14.0 would create one here)"
-            )
+    def _post_init_kv_transfer_config(self) -> None:
+        """Update KVTransferConfig based on top-level configs in VllmConfig.
+
+        Right now, this function reads the offloading settings from
+        CacheConfig and configures the KVTransferConfig accordingly.
+        """
+        kv_offloading_size = self.cache_config.kv_offloading_size
+        if kv_offloading_size is None:  # offloading is on only with a size
+            return
+        kv_offloading_backend = self.cache_config.kv_offloading_backend
+        if self.kv_transfer_config is None:
+            self.kv_transfer_config = KVTransferConfig()
+        transfer = self.kv_transfer_config
+        num_kv_ranks = self.parallel_config.tensor_parallel_size * self.parallel_config.pipeline_parallel_size
+        # Assigned without validation, as in vLLM: pydantic dataclasses validate only at construction.
+        if kv_offloading_backend == "native":
+            transfer.kv_connector = "OffloadingConnector"
+            transfer.kv_connector_extra_config.update({"cpu_bytes_to_use": kv_offloading_size * (1 << 30)})
+        elif kv_offloading_backend == "lmcache":
+            transfer.kv_connector = "LMCacheConnectorV1"
+            kv_gb_per_rank = kv_offloading_size / num_kv_ranks
+            transfer.kv_connector_extra_config = {
+                "lmcache.local_cpu": True,
+                "lmcache.max_local_cpu_size": kv_gb_per_rank,
+            }
+        transfer.kv_role = "kv_both"  # whatever the backend
 
     def _resolve_async_scheduling(self) -> None:
         scheduler, parallel = self.scheduler_config, self.parallel_config
@@ -469,6 +502,10 @@ class VllmConfig:
         if self.model_config is not None and self.model_config.attention_chunk_size is not None:
             need_disable |= not int(os.getenv("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1"))
         if scheduler.disable_hybrid_kv_cache_manager is None:
+            # A KV connector turns it off only when the caller expressed no preference.
+            if self.kv_transfer_config is not None:
+                need_disable = True
+                logger.warning(_KV_TRANSFER_DISABLES_HYBRID)
             scheduler.disable_hybrid_kv_cache_manager = need_disable
         elif scheduler.disable_hybrid_kv_cache_manager is False and need_disable:
             raise ValueError(

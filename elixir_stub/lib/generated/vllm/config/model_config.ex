@@ -123,6 +123,19 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
+  Get the multimodal configuration of the model.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec get_multimodal_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def get_multimodal_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_multimodal_config, [], opts)
+  end
+
+  @doc """
   Python method `ModelConfig.get_num_attention_heads`.
 
   ## Parameters
@@ -288,6 +301,11 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :dtype)
   end
 
+  @spec enable_mm_embeds(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def enable_mm_embeds(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :enable_mm_embeds)
+  end
+
   @spec enable_prompt_embeds(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def enable_prompt_embeds(ref) do
     SnakeBridge.Runtime.get_attr(ref, :enable_prompt_embeds)
@@ -324,6 +342,11 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :hf_token)
   end
 
+  @spec interleave_mm_strings(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def interleave_mm_strings(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :interleave_mm_strings)
+  end
+
   @spec io_processor_plugin(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def io_processor_plugin(ref) do
     SnakeBridge.Runtime.get_attr(ref, :io_processor_plugin)
@@ -347,6 +370,16 @@ defmodule Vllm.Config.ModelConfig do
   @spec is_moe(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def is_moe(ref) do
     SnakeBridge.Runtime.get_attr(ref, :is_moe)
+  end
+
+  @spec is_multimodal_model(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_multimodal_model(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_multimodal_model)
+  end
+
+  @spec limit_mm_per_prompt(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def limit_mm_per_prompt(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :limit_mm_per_prompt)
   end
 
   @spec logits_processor_pattern(SnakeBridge.Ref.t()) ::
@@ -378,6 +411,44 @@ defmodule Vllm.Config.ModelConfig do
   @spec max_model_len(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def max_model_len(ref) do
     SnakeBridge.Runtime.get_attr(ref, :max_model_len)
+  end
+
+  @spec media_io_kwargs(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def media_io_kwargs(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :media_io_kwargs)
+  end
+
+  @spec mm_encoder_attn_backend(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_encoder_attn_backend(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_encoder_attn_backend)
+  end
+
+  @spec mm_encoder_tp_mode(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_encoder_tp_mode(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_encoder_tp_mode)
+  end
+
+  @spec mm_processor_cache_gb(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_processor_cache_gb(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_processor_cache_gb)
+  end
+
+  @spec mm_processor_cache_type(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_processor_cache_type(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_processor_cache_type)
+  end
+
+  @spec mm_processor_kwargs(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_processor_kwargs(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_processor_kwargs)
+  end
+
+  @spec mm_shm_cache_max_object_size_mb(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def mm_shm_cache_max_object_size_mb(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :mm_shm_cache_max_object_size_mb)
   end
 
   @spec model(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -436,6 +507,11 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :served_model_name)
   end
 
+  @spec skip_mm_profiling(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def skip_mm_profiling(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :skip_mm_profiling)
+  end
+
   @spec skip_tokenizer_init(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def skip_tokenizer_init(ref) do
     SnakeBridge.Runtime.get_attr(ref, :skip_tokenizer_init)
@@ -470,5 +546,10 @@ defmodule Vllm.Config.ModelConfig do
   @spec use_mla(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def use_mla(ref) do
     SnakeBridge.Runtime.get_attr(ref, :use_mla)
+  end
+
+  @spec video_pruning_rate(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def video_pruning_rate(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :video_pruning_rate)
   end
 end

@@ -49,13 +49,31 @@ defmodule Vllm.Config.VllmConfig do
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
   - `profiler_config` - Profiling configuration.
+  - `kv_transfer_config` - The configurations for distributed KV cache transfer.
   - `kv_events_config` - The configurations for event publishing.
+  - `ec_transfer_config` - The configurations for distributed EC cache transfer.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
   @spec new(keyword()) :: {:ok, SnakeBridge.Ref.t()} | {:error, Snakepit.Error.t()}
   def new(kwargs \\ []) when is_list(kwargs) do
     SnakeBridge.Runtime.call_class(__MODULE__, :__init__, [], kwargs)
+  end
+
+  @doc """
+  Update KVTransferConfig based on top-level configs in VllmConfig.
+
+  Right now, this function reads the offloading settings from
+  CacheConfig and configures the KVTransferConfig accordingly.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _post_init_kv_transfer_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _post_init_kv_transfer_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_post_init_kv_transfer_config, [], opts)
   end
 
   @doc """
@@ -156,6 +174,11 @@ defmodule Vllm.Config.VllmConfig do
     SnakeBridge.Runtime.get_attr(ref, :device_config)
   end
 
+  @spec ec_transfer_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def ec_transfer_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :ec_transfer_config)
+  end
+
   @spec instance_id(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def instance_id(ref) do
     SnakeBridge.Runtime.get_attr(ref, :instance_id)
@@ -164,6 +187,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec kv_events_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def kv_events_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :kv_events_config)
+  end
+
+  @spec kv_transfer_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def kv_transfer_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :kv_transfer_config)
   end
 
   @spec load_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
