@@ -255,4 +255,13 @@ GETTERS: dict[str, tuple[str, ...]] = {
         "skip_mm_profiling",
         "video_pruning_rate",
     ),
+    "LoRAConfig": (
+        "default_mm_loras",
+        "enable_tower_connector_lora",
+        "fully_sharded_loras",
+        "lora_dtype",
+        "max_cpu_loras",
+        "max_lora_rank",
+        "max_loras",
+    ),
 }

@@ -2,8 +2,8 @@ defmodule CompilationBridge.OtherModulesTest do
   @moduledoc """
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
-  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig) against
-  real workers.
+  PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig,
+  LoRAConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -18,6 +18,7 @@ defmodule CompilationBridge.OtherModulesTest do
     KVEventsConfig,
     KVTransferConfig,
     LoadConfig,
+    LoRAConfig,
     ObservabilityConfig,
     ModelConfig,
     MultiModalConfig,
@@ -451,6 +452,51 @@ defmodule CompilationBridge.OtherModulesTest do
     assert {:ok, "ECExampleConnector"} = ECTransferConfig.ec_connector(held)
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.ec_transfer_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "LoRAConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, lora} = LoRAConfig.new(max_lora_rank: 64, max_loras: 2, lora_dtype: "float16")
+
+    assert {:ok, 2} = LoRAConfig.max_cpu_loras(lora), "the batch's count by default, as in vLLM"
+    assert {:ok, "float16"} = LoRAConfig.lora_dtype(lora)
+    assert {:ok, "4222947ec1d05cf2ed4a2910b6a3569c"} = LoRAConfig.compute_hash(lora)
+
+    assert {:ok, %SnakeBridge.Ref{type_name: "LoRAConfig"}} =
+             LoRAConfig._validate_lora_config(lora)
+
+    for getter <-
+          ~w(default_mm_loras enable_tower_connector_lora fully_sharded_loras max_lora_rank max_loras)a do
+      assert {:ok, _} = apply(LoRAConfig, getter, [lora]), "#{getter}"
+    end
+
+    assert {:error, %Snakepit.Error{details: %{reason: reason}}} =
+             LoRAConfig.new(max_loras: 4, max_cpu_loras: 2)
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError"} = reason
+
+    assert {:ok, vc} = VllmConfig.new(lora_config: lora)
+    assert {:ok, %SnakeBridge.Ref{type_name: "LoRAConfig"} = held} = VllmConfig.lora_config(vc)
+    assert {:ok, 64} = LoRAConfig.max_lora_rank(held)
+
+    assert {:ok, "5d648c94cba0f595b91d2b80d95d0ec1"} = LoRAConfig.compute_hash(held),
+           "torch.float16 now"
+
+    assert {:ok, model} = ModelConfig.new(model: "tiny-llama", dtype: "bfloat16")
+    assert {:ok, auto} = LoRAConfig.new()
+    assert {:ok, nil} = LoRAConfig.verify_with_model_config(auto, model)
+    assert {:ok, _} = LoRAConfig.lora_dtype(auto)
+
+    assert {:ok, unsettled} = LoRAConfig.new()
+
+    assert {:error, %Snakepit.Error{details: %{reason: no_model}}} =
+             VllmConfig.new(lora_config: unsettled)
+
+    assert %Snakepit.Error.AttributeError{message: "'NoneType' object has no attribute 'dtype'"} =
+             no_model,
+           "as in vLLM"
+
+    assert {:ok, plain} = VllmConfig.new()
+    assert {:ok, nil} = VllmConfig.lora_config(plain), "none unless given, as in vLLM"
   end
 
   test "MultiModalConfig: every function of the published module, and inside ModelConfig" do

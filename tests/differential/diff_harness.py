@@ -301,6 +301,7 @@ CONFIG_CATEGORIES = (
     "KVTransferConfig",
     "ECTransferConfig",
     "MultiModalConfig",
+    "LoRAConfig",
 )
 
 

@@ -139,6 +139,7 @@ def _api() -> dict[str, Any]:
         KVEventsConfig,
         KVTransferConfig,
         LoadConfig,
+        LoRAConfig,
         ModelConfig,
         MultiModalConfig,
         ObservabilityConfig,
@@ -203,6 +204,7 @@ def _api() -> dict[str, Any]:
         "KVTransferConfig": KVTransferConfig,
         "ECTransferConfig": ECTransferConfig,
         "MultiModalConfig": MultiModalConfig,
+        "LoRAConfig": LoRAConfig,
     }
 
 

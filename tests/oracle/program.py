@@ -21,7 +21,8 @@ BUILD is one of:
 - ``{"kind": "new", "cls": NAME, "args": [...], "kwargs": {...}}``: ``NAME(*args, **kwargs)``;
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
-  "observability_config": {...}, "attention_config": {...}, "structured_outputs_config": {...},
+  "observability_config": {...}, "attention_config": {...}, "lora_config": {...},
+  "structured_outputs_config": {...},
   "profiler_config": {...}, "kv_transfer_config": {...}, "kv_events_config": {...},
   "ec_transfer_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
   the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
@@ -108,6 +109,7 @@ API_NAMES = (
     "KVTransferConfig",
     "ECTransferConfig",
     "MultiModalConfig",
+    "LoRAConfig",
 )
 
 
@@ -204,6 +206,7 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         ("load_config", "LoadConfig"),
         ("observability_config", "ObservabilityConfig"),
         ("attention_config", "AttentionConfig"),
+        ("lora_config", "LoRAConfig"),
         ("structured_outputs_config", "StructuredOutputsConfig"),
         ("profiler_config", "ProfilerConfig"),
         ("kv_transfer_config", "KVTransferConfig"),

@@ -20,6 +20,7 @@ from compilation_bridge.vllm_config import (
     KVEventsConfig,
     KVTransferConfig,
     LoadConfig,
+    LoRAConfig,
     MultiModalConfig,
     ObservabilityConfig,
     ParallelConfig,
@@ -128,6 +129,11 @@ GENERATED["MultiModalConfig"] = (  # limit_per_prompt's options come back as ref
         "merge_mm_processor_kwargs": [{"m": 2}],
     },
 )
+GENERATED["LoRAConfig"] = (  # a named dtype: settling it reads no model, so None stands for one
+    {"max_lora_rank": 64, "max_loras": 2, "lora_dtype": "float16", "default_mm_loras": {"image": "a"}},
+    GETTERS["LoRAConfig"],
+    {"_validate_lora_config": [], "compute_hash": [], "verify_with_model_config": [None]},
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
@@ -136,6 +142,7 @@ CLASSES = {
     "KVEventsConfig": KVEventsConfig,
     "KVTransferConfig": KVTransferConfig,
     "LoadConfig": LoadConfig,
+    "LoRAConfig": LoRAConfig,
     "MultiModalConfig": MultiModalConfig,
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,
@@ -237,10 +244,10 @@ def test_vllm_config_takes_them_as_sub_configs(dispatcher: Dispatcher) -> None:
 
 
 def test_names_not_served_are_still_refused(dispatcher: Dispatcher) -> None:
-    fields = {"call_type": "class", "function": "__init__", "class": "LoRAConfig"}
+    fields = {"call_type": "class", "function": "__init__", "class": "SpeculativeConfig"}
     reply = dispatcher.execute("snakebridge.call", payload("S", **fields), "worker-session")
     assert not reply.success
-    assert "LoRAConfig" in reply.error["message"]
+    assert "SpeculativeConfig" in reply.error["message"]
 
 
 def test_multimodal_dummy_options_are_readable_refs(dispatcher: Dispatcher) -> None:

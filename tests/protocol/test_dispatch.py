@@ -142,7 +142,7 @@ def test_exposure_rules(dispatcher: Dispatcher) -> None:
 
 def test_unknown_modules_import_nothing(dispatcher: Dispatcher) -> None:
     before = set(sys.modules)
-    for module in ("os", "subprocess", "vllm.engine", "vllm.config.lora", "compilation_bridge.settings"):
+    for module in ("os", "subprocess", "vllm.engine", "vllm.lora", "compilation_bridge.settings"):
         err = error(dispatcher, python_module=module, function="system", args=["true"])
         assert err["type"] == "ImportError" and "not exposed" in err["message"]
         err = error(dispatcher, call_type="dynamic", module_path=module, function="getcwd")
@@ -151,7 +151,7 @@ def test_unknown_modules_import_nothing(dispatcher: Dispatcher) -> None:
     err = error(dispatcher, python_module="vllm", function="system", args=["true"])
     assert err["type"] == "AttributeError" and "serves vLLM's configuration" in err["message"]
     assert not {m for m in set(sys.modules) - before if m.split(".")[0] in ("subprocess", "vllm")}
-    err = error(dispatcher, call_type="module_attr", attr="LoRAConfig", function="LoRAConfig")
+    err = error(dispatcher, call_type="module_attr", attr="SpeculativeConfig", function="SpeculativeConfig")
     assert err["type"] == "PermissionError"
     err = error(dispatcher, call_type="module_attr", attr="Nope", function="Nope")
     assert err == {**err, "type": "AttributeError", "message": "module 'vllm.config' has no attribute 'Nope'"}

@@ -25,6 +25,7 @@ from compilation_bridge.vllm_config import (
     KVEventsConfig,
     KVTransferConfig,
     LoadConfig,
+    LoRAConfig,
     MultiModalConfig,
     ObservabilityConfig,
     PassConfig,
@@ -84,6 +85,8 @@ def _configs() -> list[object]:
             mm_encoder_attn_backend="TORCH_SDPA",
             mm_processor_kwargs={"n": [1]},
         ),
+        LoRAConfig(max_lora_rank=64, max_cpu_loras=4, default_mm_loras={"image": "a"}),
+        VllmConfig(lora_config=LoRAConfig(lora_dtype="bfloat16", max_loras=2)),
         *_request_params(),
     ]
 
@@ -181,6 +184,8 @@ def test_objects_that_are_not_data_are_not_storable() -> None:
         {"format": 1, "value": {"t": "enum", "c": "compilation_bridge.vllm_config.range.Range", "v": 1}},
         {"format": 1, "value": {"t": "pickle", "v": "gASV"}},
         {"format": 1, "value": {"t": "same", "i": 5}},
+        {"format": 1, "value": {"t": "dtype", "v": "int8"}},  # only the dtypes the config model knows
+        {"format": 1, "value": {"t": "dtype", "v": ["float16"]}},
         {"format": 2, "value": 1},
         [1, 2],
     ],

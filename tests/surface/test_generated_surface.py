@@ -40,7 +40,6 @@ NOT_SERVED: dict[tuple[str, str], str] = {
     **{
         ("vllm.config", name): NOT_YET
         for name in (
-            "LoRAConfig",
             "SpeculativeConfig",
             "SupportsMetricsInfo",
         )
@@ -201,7 +200,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "additional_config",
             "enable_trace_function_call_for_thread",
             "get_quantization_config",
-            "lora_config",
             "needs_dp_coordinator",
             "quant_config",
             "speculative_config",

@@ -9,4 +9,5 @@ picks one by the operator's settings.
 from compilation_bridge.refs import (  # noqa: F401  (each teaches the state format at its import)
     compiled,  # compiled models, stored as the call that made them
     derived,  # fields the config model computes, not stored
+    dtypes,  # torch dtypes, stored by name
 )

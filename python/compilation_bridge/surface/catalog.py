@@ -38,6 +38,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "KVEventsConfig",
         "KVTransferConfig",
         "LoadConfig",
+        "LoRAConfig",
         "ModelConfig",
         "MultiModalConfig",
         "ObservabilityConfig",
@@ -72,6 +73,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "KVEventsConfig",
         "KVTransferConfig",
         "LoadConfig",
+        "LoRAConfig",
         "ModelConfig",
         "ObservabilityConfig",
         "ParallelConfig",
@@ -86,6 +88,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.kv_events": ("KVEventsConfig",),
     "vllm.config.kv_transfer": ("KVTransferConfig",),
     "vllm.config.load": ("LoadConfig",),
+    "vllm.config.lora": ("LoRAConfig",),
     "vllm.config.model": ("ModelConfig",),
     "vllm.config.multimodal": ("MultiModalConfig",),
     "vllm.config.observability": ("ObservabilityConfig",),
@@ -109,7 +112,6 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
 # Public names of vLLM 0.14.0's `vllm.config` that this worker does not serve: refused by name.
 VLLM_CONFIG_NOT_EXPOSED = frozenset(
     {
-        "LoRAConfig",
         "iter_architecture_defaults",
         "str_dtype_to_torch_dtype",
         "try_match_architecture_defaults",
@@ -183,6 +185,7 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "KVEventsConfig": frozenset(),
     "KVTransferConfig": frozenset(),
     "ECTransferConfig": frozenset(),
+    "LoRAConfig": frozenset({"_validate_lora_config"}),
     "MultiModalConfig": frozenset(
         {"_validate_limit_per_prompt", "_validate_mm_encoder_attn_backend", "_validate_multimodal_config"}
     ),

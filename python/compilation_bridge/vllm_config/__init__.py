@@ -20,6 +20,7 @@ from compilation_bridge.vllm_config.enums import (
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
+from compilation_bridge.vllm_config.lora import LoRAConfig
 from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.multimodal import (
     AudioDummyOptions,
@@ -65,6 +66,7 @@ __all__ = [
     "ImageDummyOptions",
     "KVEventsConfig",
     "KVTransferConfig",
+    "LoRAConfig",
     "LoadConfig",
     "ModelConfig",
     "MultiModalConfig",

@@ -139,6 +139,8 @@ class CpuPlatform(Platform):
             compilation_config.inductor_compile_config.update(
                 {"dce": True, "size_asserts": False, "nan_asserts": False, "epilogue_fusion": True}
             )
+        if vllm_config.lora_config is not None:  # vLLM's CPU backend runs LoRA uncompiled
+            compilation_config.mode = CompilationMode.NONE
 
 
 class CudaPlatform(Platform):

@@ -25,6 +25,7 @@ from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
+from compilation_bridge.vllm_config.lora import LoRAConfig
 from compilation_bridge.vllm_config.model import ModelConfig
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVEL_TO_CONFIG
@@ -69,6 +70,8 @@ class VllmConfig:
     """Load configuration."""
     attention_config: AttentionConfig = Field(default_factory=AttentionConfig)
     """Attention configuration."""
+    lora_config: LoRAConfig | None = None
+    """LoRA configuration."""
     structured_outputs_config: StructuredOutputsConfig = Field(default_factory=StructuredOutputsConfig)
     """Structured outputs configuration."""
     observability_config: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
@@ -109,7 +112,7 @@ class VllmConfig:
             self.device_config.compute_hash(),
             self.load_config.compute_hash(),
             self.attention_config.compute_hash(),
-            "None",  # lora_config
+            self.lora_config.compute_hash() if self.lora_config else "None",
             "None",  # speculative_config
         ]
         # Unlike its neighbours, vLLM appends no "None" for an unset structured-outputs config.
@@ -142,6 +145,8 @@ class VllmConfig:
             self.model_config.verify_with_parallel_config(self.parallel_config)
             self.parallel_config.is_moe_model = self.model_config.is_moe
         self.cache_config.verify_with_parallel_config(self.parallel_config)
+        if self.lora_config is not None:
+            self.lora_config.verify_with_model_config(self.model_config)
         self._resolve_async_scheduling()
 
         if (

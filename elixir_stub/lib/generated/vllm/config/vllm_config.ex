@@ -45,6 +45,7 @@ defmodule Vllm.Config.VllmConfig do
   - `device_config` - Device configuration.
   - `load_config` - Load configuration.
   - `attention_config` - Attention configuration.
+  - `lora_config` - LoRA configuration.
   - `structured_outputs_config` - Structured outputs configuration.
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
@@ -197,6 +198,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec load_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def load_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :load_config)
+  end
+
+  @spec lora_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def lora_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :lora_config)
   end
 
   @spec model_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
