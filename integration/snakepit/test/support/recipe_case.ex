@@ -39,6 +39,22 @@ defmodule RealClient.RecipeCase do
         assert length(calls) > 100
       end
 
+      test "the rest of the configuration family, module by module, reads as vLLM 0.14.0 does" do
+        calls = RealClient.FamilyCalls.table()
+        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.FamilyCalls.python_call/1))
+
+        mismatches =
+          for {call, want} <- Enum.zip(calls, expected),
+              got = call |> RealClient.FamilyCalls.run() |> VllmOracle.plain(),
+              got != want,
+              do:
+                "#{RealClient.FamilyCalls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
+
+        assert mismatches == [], Enum.join(mismatches, "\n")
+        modules = calls |> Enum.map(&elem(&1, 0)) |> Enum.uniq()
+        assert modules == RealClient.FamilyCalls.modules(), "every module has a getter read"
+      end
+
       test "the README's first calls run as shown" do
         Code.eval_string(RealClient.ReadmeRecipe.code!("first-calls", ""))
       end

@@ -1,8 +1,9 @@
 """What vLLM 0.14.0 itself answers for the calls the real-client suite makes, in the suite's plain form.
 
 Run with the vLLM oracle environment's interpreter (CPU platform, as the pools under test are):
-stdin is a JSON list of calls ``{"new": {"args": [...], "kwargs": {...}}, "function": NAME, "args": [...]}``;
-each builds ``CompilationConfig(*args, **kwargs)`` afresh, then reads the attribute or calls the method.
+stdin is a JSON list of calls ``{"new": {"args": [...], "kwargs": {...}}, "function": NAME, "args": [...]}``,
+optionally naming the class (``"module"``, ``"cls"``; ``vllm.config.CompilationConfig`` when absent);
+each builds ``cls(*args, **kwargs)`` afresh, then reads the attribute or calls the method.
 stdout is a JSON list of answers ``{"ok": PLAIN}`` or ``{"error": TYPE, "message": TEXT}``.
 
 PLAIN: ``None``/bools/strings as JSON; ints (an ``IntEnum`` member too) as ints; floats as floats; lists and
@@ -12,6 +13,7 @@ tuples as lists; sets as ``{"set": sorted list}``; dicts with their keys as stri
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -38,10 +40,11 @@ def plain(value: Any) -> Any:
 
 
 def answer(call: dict[str, Any]) -> dict[str, Any]:
-    from vllm.config import CompilationConfig
-
+    cls = getattr(
+        importlib.import_module(call.get("module", "vllm.config")), call.get("cls", "CompilationConfig")
+    )
     try:
-        config = CompilationConfig(*call["new"]["args"], **call["new"]["kwargs"])
+        config = cls(*call["new"]["args"], **call["new"]["kwargs"])
         member = getattr(config, call["function"])
         result = member(*call["args"]) if callable(member) else member
         return {"ok": plain(result)}
