@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from tests.generated_getters import GETTERS
 from tests.protocol.test_config_family import call, plain, ref_of
+from tests.protocol.test_config_family import construct as construct_in
 from tests.workers import payload
 
 from compilation_bridge.protocol.dispatch import Dispatcher
@@ -55,9 +56,7 @@ GENERATED: dict[str, tuple[dict[str, Any], dict[str, list[Any]]]] = {
 
 
 def construct(dispatcher: Dispatcher, cls: str, **kwargs: Any) -> dict[str, Any]:
-    fields = {"call_type": "class", "function": "__init__", "kwargs": kwargs, "class": cls}
-    module = MODULES.get(cls, MODULE)
-    return call(dispatcher, python_module=module, **fields)  # type: ignore[no-any-return]
+    return construct_in(dispatcher, cls, MODULES.get(cls, MODULE), **kwargs)
 
 
 def get(dispatcher: Dispatcher, ref: dict[str, Any], attr: str) -> Any:
