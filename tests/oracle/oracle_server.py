@@ -160,6 +160,7 @@ def _api() -> dict[str, Any]:
     )
     from vllm.config.utils import Range
     from vllm.config.vllm import OptimizationLevel
+    from vllm.engine.arg_utils import AsyncEngineArgs, EngineArgs
     from vllm.pooling_params import PoolingParams
     from vllm.sampling_params import (
         BeamSearchParams,
@@ -168,6 +169,7 @@ def _api() -> dict[str, Any]:
         SamplingType,
         StructuredOutputsParams,
     )
+    from vllm.usage.usage_lib import UsageContext
     from vllm.v1.attention.backends.registry import AttentionBackendEnum
 
     return {
@@ -205,6 +207,9 @@ def _api() -> dict[str, Any]:
         "ECTransferConfig": ECTransferConfig,
         "MultiModalConfig": MultiModalConfig,
         "LoRAConfig": LoRAConfig,
+        "EngineArgs": EngineArgs,
+        "AsyncEngineArgs": AsyncEngineArgs,
+        "UsageContext": UsageContext,
     }
 
 

@@ -35,11 +35,13 @@ MEMBER}``, ``{"__new__": NAME, "args": [...], "kwargs": {...}}``, ``{"__path__":
 ``{"__attention_ops__": true}`` (a fresh copy of ``CompilationConfig._attention_ops``).
 
 OP is ``{"op": NAME, "on": PATH, ...}``; ``on`` is a dotted attribute path from the built object (``""``
-is the object itself; absent means the default target). Operations:
+is the object itself; absent means the default target), or from what the last ``keep`` kept when it
+starts with ``@`` (``"@"`` is that object, ``"@cache_config"`` an attribute of it). Operations:
 
 - ``fields``: field names in declaration order and encoded values; ``hash``: ``compute_hash()``;
   ``repr`` / ``str``;
 - ``call``: ``{"name": METHOD, "args": [...], "kwargs": {...}}``, the encoded return value;
+- ``keep``: as ``call``, keeping the returned object for later ``@`` paths (answers its class name);
 - ``get``: ``{"name": ATTR}``; ``set``: ``{"name": ATTR, "value": VALUE}`` (``setattr``);
   ``eq`` / ``ne``: ``{"other": VALUE}``; ``deepcopy_eq``;
 - ``contains``: ``{"value": VALUE}`` (``value in target``); ``pyhash_eq``: ``hash(target) == hash(other)``;
@@ -110,6 +112,9 @@ API_NAMES = (
     "ECTransferConfig",
     "MultiModalConfig",
     "LoRAConfig",
+    "EngineArgs",
+    "AsyncEngineArgs",
+    "UsageContext",
 )
 
 
@@ -181,8 +186,11 @@ def _fields(obj: Any) -> dict[str, Any]:
     return {"names": names, "values": {name: enc(getattr(obj, name)) for name in names}}
 
 
-def _resolve(root: Any, path: str) -> Any:
+def _resolve(root: Any, path: str, state: dict[str, Any] | None = None) -> Any:
+    """`path` from the built object, or from what a `keep` op kept when it starts with "@"."""
     obj = root
+    if path.startswith("@"):
+        obj, path = (state or {})["kept"], path[1:]
     for part in filter(None, path.split(".")):
         obj = getattr(obj, part)
     return obj
@@ -264,6 +272,10 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
     if name == "call":
         fn: Callable[..., Any] = getattr(target, _public(op["name"]))
         return enc(fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {}))))
+    if name == "keep":  # a call whose result later ops address as "@..." (an object built from the root)
+        fn = getattr(target, _public(op["name"]))
+        state["kept"] = fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {})))
+        return type(state["kept"]).__name__
     if name == "get":
         return enc(getattr(target, _public(op["name"])))
     if name == "set":
@@ -340,7 +352,7 @@ def _execute(api: Api, req: dict[str, Any]) -> dict[str, Any]:
     results: list[Any] = []
     for op in req.get("ops", []):
         try:
-            target = _resolve(root, op.get("on", default_on))
+            target = _resolve(root, op.get("on", default_on), state)
             results.append({"ok": _op(api, op, target, state)})
         except HarnessError:
             raise

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from compilation_bridge.refs import state as refstate
 from compilation_bridge.vllm_config import (
+    AsyncEngineArgs,
     AttentionConfig,
     BeamSearchParams,
     CacheConfig,
@@ -21,6 +22,7 @@ from compilation_bridge.vllm_config import (
     CUDAGraphMode,
     DynamicShapesConfig,
     ECTransferConfig,
+    EngineArgs,
     EPLBConfig,
     KVEventsConfig,
     KVTransferConfig,
@@ -39,6 +41,7 @@ from compilation_bridge.vllm_config import (
     SpeechToTextConfig,
     StructuredOutputsConfig,
     StructuredOutputsParams,
+    UsageContext,
     VllmConfig,
 )
 
@@ -88,7 +91,17 @@ def _configs() -> list[object]:
         LoRAConfig(max_lora_rank=64, max_cpu_loras=4, default_mm_loras={"image": "a"}),
         VllmConfig(lora_config=LoRAConfig(lora_dtype="bfloat16", max_loras=2)),
         *_request_params(),
+        *_engine_args(),
     ]
+
+
+def _engine_args() -> list[object]:
+    """vllm.engine.arg_utils: the arguments as given, and after `create_engine_config` resolved their
+    defaults, with the VllmConfig it made (model, scheduler, parallel, LoRA and all)."""
+    given = EngineArgs(model="tiny-llama", compilation_config={"mode": 3}, additional_config={"a": [1]})
+    created = EngineArgs(model="tiny-llama", enable_lora=True, max_model_len=256)
+    engine = created.create_engine_config(UsageContext.OPENAI_API_SERVER)
+    return [given, AsyncEngineArgs(model="tiny-llama", enable_log_requests=True), created, engine]
 
 
 def _request_params() -> list[object]:

@@ -197,7 +197,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "_set_compile_ranges",
             "_set_config_default",
             "_set_cudagraph_sizes",
-            "additional_config",
             "enable_trace_function_call_for_thread",
             "get_quantization_config",
             "needs_dp_coordinator",

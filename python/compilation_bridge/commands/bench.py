@@ -2,7 +2,8 @@
 
 RPC against a bare grpcio servicer, the Erlang port against gRPC, compile (ours against plain
 torch.compile, cold and warm; compiled against eager; heartbeats during a compile), the ref store, and
-the worker with its observers on against off (OpenTelemetry and Snakepit's telemetry stream);
+the worker with its observers on against off (OpenTelemetry and Snakepit's telemetry stream), and
+`EngineArgs(...).create_engine_config()` against vLLM 0.14.0 itself (an interpreter that has it);
 `--markdown PATH` also writes the table of ratios as a page (`scripts/bench.sh`: docs/figures.md).
 Figures only: nothing is asserted.
 """
@@ -13,11 +14,12 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from compilation_bridge.commands.arguments import at_least, file_in_existing_folder
 
-BENCHMARKS = ("rpc", "port", "compile", "store", "observers")
+BENCHMARKS = ("rpc", "port", "compile", "store", "observers", "engine")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,6 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         type=file_in_existing_folder,
         help="also write the table of ratios to PATH",
+    )
+    parser.add_argument(
+        "--vllm-python",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="interpreter of an environment with vLLM 0.14.0, for the engine benchmark "
+        "(default: $ORACLE_VENV/bin/python, else .oracle-venv/bin/python)",
     )
     parser.add_argument(
         "--compile-threads",
@@ -95,12 +105,22 @@ def _observers(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
+def _engine(args: argparse.Namespace) -> dict[str, Any]:
+    from compilation_bridge.bench import engine_config
+
+    figures = engine_config.measure(iterations=max(20, args.iterations // 40), vllm_python=args.vllm_python)
+    if not args.json:
+        engine_config.report(figures)
+    return figures
+
+
 RUNNERS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "rpc": _rpc,
     "port": _port,
     "compile": _compile,
     "store": _store,
     "observers": _observers,
+    "engine": _engine,
 }
 
 

@@ -98,7 +98,10 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.scheduler": ("SchedulerConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
     "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
-    "vllm": ("PoolingParams", "SamplingParams"),  # vLLM's top level: its engine's names are refused
+    # vLLM's top level: the engine's arguments and the request parameters; its engine's names are refused
+    "vllm": ("AsyncEngineArgs", "EngineArgs", "PoolingParams", "SamplingParams"),
+    "vllm.engine.arg_utils": ("AsyncEngineArgs", "EngineArgs"),
+    "vllm.usage.usage_lib": ("UsageContext",),
     "vllm.sampling_params": (
         "BeamSearchParams",
         "RequestOutputKind",
@@ -133,14 +136,12 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
 # vLLM 0.14.0's top-level names (`vllm.__all__`) that need its engine or runtime: refused by name.
 VLLM_TOP_LEVEL_NOT_EXPOSED = frozenset(
     {
-        "AsyncEngineArgs",
         "AsyncLLMEngine",
         "ClassificationOutput",
         "ClassificationRequestOutput",
         "CompletionOutput",
         "EmbeddingOutput",
         "EmbeddingRequestOutput",
-        "EngineArgs",
         "LLM",
         "LLMEngine",
         "ModelRegistry",
@@ -221,6 +222,9 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
         }
     ),
     "StructuredOutputsParams": frozenset({"_backend", "_backend_was_auto"}),
+    # The engine's arguments (vllm.engine.arg_utils): a plain dataclass, as in vLLM.
+    "EngineArgs": frozenset(),
+    "AsyncEngineArgs": frozenset(),
 }
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
 ENUM_TYPES = (
@@ -231,6 +235,7 @@ ENUM_TYPES = (
     "AttentionBackendEnum",
     "SamplingType",
     "RequestOutputKind",
+    "UsageContext",
 )
 # Besides the fields construction caps, set_attr can write the padding table: capped the same way.
 PADDING_TABLE_FIELD = "bs_to_padded_graph_size"

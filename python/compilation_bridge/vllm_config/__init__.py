@@ -11,6 +11,7 @@ from compilation_bridge.vllm_config.compilation import CompilationConfig, set_vl
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.dynamic_shapes import DynamicShapesConfig
 from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
+from compilation_bridge.vllm_config.engine_args import AsyncEngineArgs, EngineArgs
 from compilation_bridge.vllm_config.enums import (
     CompilationMode,
     CUDAGraphMode,
@@ -46,9 +47,11 @@ from compilation_bridge.vllm_config.sampling_params import (
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
 from compilation_bridge.vllm_config.speech_to_text import SpeechToTextConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
+from compilation_bridge.vllm_config.usage import UsageContext
 from compilation_bridge.vllm_config.vllm import VllmConfig
 
 __all__ = [
+    "AsyncEngineArgs",
     "AttentionBackendEnum",
     "AttentionConfig",
     "AudioDummyOptions",
@@ -63,6 +66,7 @@ __all__ = [
     "DynamicShapesType",
     "ECTransferConfig",
     "EPLBConfig",
+    "EngineArgs",
     "ImageDummyOptions",
     "KVEventsConfig",
     "KVTransferConfig",
@@ -85,6 +89,7 @@ __all__ = [
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
     "StructuredOutputsParams",
+    "UsageContext",
     "VideoDummyOptions",
     "VllmConfig",
     "set_vllm_backend_factory",

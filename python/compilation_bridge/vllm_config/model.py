@@ -8,11 +8,12 @@ opened without following a symlink out of those roots (`compilation_bridge.safe_
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import InitVar, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
 
 from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
@@ -349,6 +350,14 @@ class ModelConfig:
     interleave_mm_strings: InitVar[bool | None] = None
     skip_mm_profiling: InitVar[bool | None] = None
     video_pruning_rate: InitVar[float | None] = None
+
+    @field_validator("tokenizer", "max_model_len", mode="wrap")
+    @classmethod
+    def _skip_none_validation(cls, value: Any, handler: Callable[[Any], Any]) -> Any:
+        """Skip validation if the value is `None` when initialisation is delayed."""
+        if value is None:
+            return value
+        return handler(value)
 
     def __post_init__(self, *multimodal_init_vars: object) -> None:
         self.hf_config = load_hf_config(self.model)

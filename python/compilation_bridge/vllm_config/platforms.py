@@ -52,6 +52,13 @@ class Platform:
     def default_block_size(self) -> int:
         return 16
 
+    def device_total_memory(self) -> int:
+        """Memory of one device, which picks the engine's default batch sizes (none known: 0)."""
+        return 0
+
+    def device_name(self) -> str:
+        return ""
+
     def host_memory_bytes(self) -> int:
         """RAM of the planning host (vLLM reads the machine's): 2 TiB on both platforms, as a node of
         8 such GPUs has, so swap-space checks never depend on the machine that answers."""
@@ -164,6 +171,12 @@ class CudaPlatform(Platform):
 
     def device_count(self) -> int:
         return self.gpus_per_node
+
+    def device_total_memory(self) -> int:
+        return self.memory_per_gpu
+
+    def device_name(self) -> str:
+        return "sm90"  # an H100-class GPU: not an A100, whose defaults vLLM keeps small
 
     def use_custom_allreduce(self) -> bool:
         return True

@@ -6,6 +6,7 @@ update, splitting ops). Like vLLM it keeps and mutates the CompilationConfig it 
 """
 
 import dataclasses
+import json
 import os
 import time
 from pathlib import Path
@@ -93,6 +94,13 @@ class VllmConfig:
     """The configurations for event publishing."""
     ec_transfer_config: ECTransferConfig | None = None
     """The configurations for distributed EC cache transfer."""
+    # some opaque config, only used to provide additional information
+    # for the hash computation, mainly used for testing, debugging or out of
+    # tree config registration.
+    additional_config: dict[str, Any] = Field(default_factory=dict)
+    """Additional config for specified platform. Different platforms may
+    support different configs. Make sure the configs are valid for the platform
+    you are using. Contents must be hashable."""
     instance_id: str = ""
     """The ID of the vLLM instance."""
     optimization_level: OptimizationLevel = OptimizationLevel.O2
@@ -124,9 +132,15 @@ class VllmConfig:
             self.compilation_config.compute_hash(),
             self.kv_transfer_config.compute_hash() if self.kv_transfer_config else "None",
             self.ec_transfer_config.compute_hash() if self.ec_transfer_config else "None",
-            "None",  # additional_config
+            self._additional_config_hash(),
         ]
         return safe_hash(str([vllm_factors]).encode()).hexdigest()[:10]
+
+    def _additional_config_hash(self) -> str:
+        # vLLM also takes an object with its own compute_hash here; over the wire only a dict can arrive.
+        if not self.additional_config:
+            return "None"
+        return safe_hash(json.dumps(self.additional_config, sort_keys=True).encode()).hexdigest()
 
     def pad_for_cudagraph(self, batch_size: int) -> int:
         # An IndexError above the largest capture size, by design (as in vLLM).

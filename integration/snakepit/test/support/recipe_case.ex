@@ -55,6 +55,21 @@ defmodule RealClient.RecipeCase do
         assert modules == RealClient.FamilyCalls.modules(), "every module has a getter read"
       end
 
+      test "EngineArgs |> create_engine_config builds a VllmConfig whose refs read as vLLM 0.14.0's" do
+        calls = RealClient.EngineCalls.table()
+        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.EngineCalls.python_call/1))
+
+        mismatches =
+          for {call, want} <- Enum.zip(calls, expected),
+              got = call |> RealClient.EngineCalls.run() |> VllmOracle.plain(),
+              got != want,
+              do:
+                "#{RealClient.EngineCalls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
+
+        assert mismatches == [], Enum.join(mismatches, "\n")
+        assert Enum.any?(expected, &Map.has_key?(&1, "error")), "a refused argument set is compared too"
+      end
+
       test "the README's first calls run as shown" do
         Code.eval_string(RealClient.ReadmeRecipe.code!("first-calls", ""))
       end

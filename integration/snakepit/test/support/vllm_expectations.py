@@ -3,7 +3,9 @@
 Run with the vLLM oracle environment's interpreter (CPU platform, as the pools under test are):
 stdin is a JSON list of calls ``{"new": {"args": [...], "kwargs": {...}}, "function": NAME, "args": [...]}``,
 optionally naming the class (``"module"``, ``"cls"``; ``vllm.config.CompilationConfig`` when absent);
-each builds ``cls(*args, **kwargs)`` afresh, then reads the attribute or calls the method.
+each builds ``cls(*args, **kwargs)`` afresh, then reads the attribute or calls the method (an argument
+``{"enum": "module.Class", "name": MEMBER}`` is that enum's member), then reads each name of the optional
+``"then"`` list from what that returned, in turn.
 stdout is a JSON list of answers ``{"ok": PLAIN}`` or ``{"error": TYPE, "message": TEXT}``.
 
 PLAIN: ``None``/bools/strings as JSON; ints (an ``IntEnum`` member too) as ints; floats as floats; lists and
@@ -39,14 +41,28 @@ def plain(value: Any) -> Any:
     return {"object": type(value).__name__, "repr": repr(value)}
 
 
+def argument(value: Any) -> Any:
+    """A call's argument: JSON, or ``{"enum": "module.Class", "name": MEMBER}`` for an enum member."""
+    if isinstance(value, dict) and set(value) == {"enum", "name"}:
+        module, _, cls = value["enum"].rpartition(".")
+        return getattr(importlib.import_module(module), cls)[value["name"]]
+    return value
+
+
+def read(obj: Any, name: str, args: list[Any]) -> Any:
+    member = getattr(obj, name)
+    return member(*args) if callable(member) else member
+
+
 def answer(call: dict[str, Any]) -> dict[str, Any]:
     cls = getattr(
         importlib.import_module(call.get("module", "vllm.config")), call.get("cls", "CompilationConfig")
     )
     try:
         config = cls(*call["new"]["args"], **call["new"]["kwargs"])
-        member = getattr(config, call["function"])
-        result = member(*call["args"]) if callable(member) else member
+        result = read(config, call["function"], [argument(a) for a in call["args"]])
+        for name in call.get("then", []):  # reads of what the call returned, one after the other
+            result = read(result, name, [])
         return {"ok": plain(result)}
     except Exception as exc:  # the answer is the exception itself
         return {"error": type(exc).__name__, "message": str(exc)}
