@@ -53,6 +53,7 @@ defmodule Vllm.Config.VllmConfig do
   - `kv_transfer_config` - The configurations for distributed KV cache transfer.
   - `kv_events_config` - The configurations for event publishing.
   - `ec_transfer_config` - The configurations for distributed EC cache transfer.
+  - `additional_config` - Additional config for specified platform. Different platforms may support different configs. Make sure the configs are valid for the platform you are using. Contents must be hashable.
   - `instance_id` - The ID of the vLLM instance.
   - `optimization_level` - The optimization level. These levels trade startup time cost for performance, with -O0 having the best startup time and -O3 having the best performance. -02 is used by defult. See OptimizationLevel for full description.
   """
@@ -153,6 +154,11 @@ defmodule Vllm.Config.VllmConfig do
           {:ok, term()} | {:error, Snakepit.Error.t()}
   def validate_mamba_block_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :validate_mamba_block_size, [], opts)
+  end
+
+  @spec additional_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def additional_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :additional_config)
   end
 
   @spec attention_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
