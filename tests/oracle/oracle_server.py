@@ -147,6 +147,7 @@ def _api() -> dict[str, Any]:
         PoolerConfig,
         ProfilerConfig,
         SchedulerConfig,
+        SpeculativeConfig,
         SpeechToTextConfig,
         StructuredOutputsConfig,
         VllmConfig,
@@ -205,6 +206,7 @@ def _api() -> dict[str, Any]:
         "ECTransferConfig": ECTransferConfig,
         "MultiModalConfig": MultiModalConfig,
         "LoRAConfig": LoRAConfig,
+        "SpeculativeConfig": SpeculativeConfig,
     }
 
 
