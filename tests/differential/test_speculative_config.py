@@ -32,6 +32,7 @@ MODELS = Path(__file__).resolve().parent / "models"
 EAGLE_HEAD = str(MODELS / "tiny-eagle-llama")  # "eagle-" in its name: detected as an EAGLE head
 EAGLE3_HEAD = str(MODELS / "tiny-llama-eagle3")
 DEEPSEEK = str(MODELS / "tiny-deepseek-v3")
+CHUNKED = str(MODELS / "tiny-llama-chunked")  # chunked local attention (attention_chunk_size)
 # The model configs it holds: compared through what they expose, not whole (their Hugging Face config
 # is a transformers object in vLLM, a dict here).
 MODEL_ATTRS = {"target_model_config", "target_parallel_config", "draft_model_config", "draft_parallel_config"}
@@ -271,7 +272,7 @@ def test_verify_args_again(check: Any, platform: str) -> None:
 
 
 VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "num_speculative_tokens": st.one_of(st.integers(-1, 8), sampled(None, "2", 1.5)),
+    "num_speculative_tokens": st.one_of(st.integers(1, 6), sampled(None, 0, -1, "2", 1.5)),
     "method": sampled(None, "ngram", "[ngram]", "suffix", "eagle", "eagle3", "mtp", "medusa", "x"),
     "model": sampled(None, "ngram", EAGLE_HEAD, EAGLE3_HEAD, str(TINY_LLAMA)),
     "prompt_lookup_max": st.one_of(st.integers(-1, 8), sampled(None)),
@@ -286,12 +287,35 @@ VALUES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+PROPOSERS: list[dict[str, Any]] = [
+    {},
+    {"method": "ngram"},
+    {"model": "ngram"},
+    {"method": "suffix"},
+    {"model": EAGLE_HEAD},
+    {"model": EAGLE3_HEAD},
+    {"method": "eagle", "model": str(TINY_LLAMA)},
+    {"method": "eagle3", "model": EAGLE_HEAD},
+    {"method": "mtp"},
+    {"model": DEEPSEEK},
+]
+
+
 @st.composite
 def keyword_sets(draw: st.DrawFn) -> dict[str, Any]:
-    names = draw(st.lists(sampled(*VALUES), unique=True, max_size=5))
-    kwargs = {name: draw(VALUES[name]) for name in names}
-    if draw(st.booleans()):
-        kwargs.update(with_target(tp=draw(sampled(1, 2))))
+    """A proposer (method and/or draft model), then up to four keywords, any of which may override it."""
+    names = draw(st.lists(sampled(*VALUES), unique=True, max_size=4))
+    kwargs = {**draw(sampled(*PROPOSERS)), **{name: draw(VALUES[name]) for name in names}}
+    if kwargs.get("model") == "ngram" and kwargs.get("method") not in (None, "ngram", "[ngram]"):
+        del kwargs["model"]  # a draft model named "ngram" is a hub name: refused here (a listed departure)
+    # Mostly with a token count and a target model, so that most sets get past the first checks.
+    if draw(st.integers(0, 3)) and "num_speculative_tokens" not in kwargs:
+        kwargs["num_speculative_tokens"] = draw(st.integers(1, 6))
+    if draw(st.integers(0, 5)):
+        model = draw(sampled(str(TINY_LLAMA), DEEPSEEK))
+        lengths = draw(sampled({}, {"max_model_len": 128}))
+        kwargs["target_model_config"] = target(model, **lengths)
+        kwargs["target_parallel_config"] = parallel(tensor_parallel_size=draw(sampled(1, 2)))
     return kwargs
 
 
@@ -347,6 +371,47 @@ def test_inside_vllm_config(
 def test_engine_hash_without_a_model(check: Any, platform: str, spec: dict[str, Any]) -> None:
     build: dict[str, Any] = {"kind": "vllm", "scheduler_config": scheduler(), "speculative_config": spec}
     check(platform, {"build": build, "ops": VLLM_OPS, "env": {"VLLM_CPU_KVCACHE_SPACE": "4"}})
+
+
+@pytest.mark.parametrize("allow", [None, "0"], ids=["env-unset", "env-0"])
+@pytest.mark.parametrize("spec", [None, *SPECS[1:5]], ids=repr)
+def test_chunked_local_attention(
+    check: Any, platform: str, spec: dict[str, Any] | None, allow: str | None
+) -> None:
+    """With chunked local attention, EAGLE turns the hybrid KV cache manager off whatever the env says."""
+    build: dict[str, Any] = {
+        "kind": "vllm",
+        "model": tiny_model(model=CHUNKED),
+        "scheduler_config": scheduler(),
+    }
+    if spec is not None:
+        build["speculative_config"] = spec
+    env = {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE": allow}
+    check(platform, {"build": build, "ops": VLLM_OPS[1:], "env": env})
+
+
+MTP_SPECS = [
+    {"method": "mtp", "num_speculative_tokens": 1},
+    {"method": "deepseek_mtp", "num_speculative_tokens": 2},
+    {"method": "ngram", "num_speculative_tokens": 2},
+]
+
+
+@pytest.mark.parametrize("async_scheduling", [None, True], ids=["async-auto", "async-on"])
+@pytest.mark.parametrize("spec", MTP_SPECS, ids=repr)
+def test_mtp_inside_vllm_config(
+    check: Any, platform: str, spec: dict[str, Any], async_scheduling: bool | None
+) -> None:
+    """The DeepSeek-V3 target's own MTP layer as the draft: EAGLE-like, so asynchronous scheduling stays."""
+    build: dict[str, Any] = {
+        "kind": "vllm",
+        "model": tiny_model(model=DEEPSEEK),
+        "scheduler_config": scheduler(max_num_seqs=16, async_scheduling=async_scheduling),
+        "speculative_config": spec,
+    }
+    ops = [*VLLM_OPS[1:], get("method", on="speculative_config"), get("model", on="speculative_config")]
+    ops += [get("architecture", on="speculative_config.draft_model_config")]
+    check(platform, {"build": build, "ops": ops, "env": {"VLLM_CPU_KVCACHE_SPACE": "4"}})
 
 
 @pytest.mark.parametrize("spec", SPECS[1:5], ids=repr)
