@@ -3,7 +3,7 @@ defmodule CompilationBridge.OtherModulesTest do
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
   PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig,
-  LoRAConfig) against real workers.
+  LoRAConfig, SpeculativeConfig, SupportsMetricsInfo) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -25,8 +25,10 @@ defmodule CompilationBridge.OtherModulesTest do
     ParallelConfig,
     PoolerConfig,
     ProfilerConfig,
+    SpeculativeConfig,
     SpeechToTextConfig,
-    StructuredOutputsConfig
+    StructuredOutputsConfig,
+    SupportsMetricsInfo
   }
 
   alias Vllm.Config.Compilation.{DynamicShapesConfig, DynamicShapesType, Range}
@@ -497,6 +499,70 @@ defmodule CompilationBridge.OtherModulesTest do
 
     assert {:ok, plain} = VllmConfig.new()
     assert {:ok, nil} = VllmConfig.lora_config(plain), "none unless given, as in vLLM"
+  end
+
+  test "SpeculativeConfig: every function of the published module, and inside VllmConfig" do
+    assert {:ok, ngram} = SpeculativeConfig.new(method: "ngram", num_speculative_tokens: 3)
+    assert {:ok, 5} = SpeculativeConfig.prompt_lookup_max(ngram), "vLLM's default window"
+    assert {:ok, "9c216c9ced8ea13cc7cef7cba5bc5441"} = SpeculativeConfig.compute_hash(ngram)
+    assert {:ok, false} = SpeculativeConfig.use_eagle(ngram)
+    assert {:ok, %Ref{type_name: "SpeculativeConfig"}} = SpeculativeConfig._verify_args(ngram)
+
+    assert {:ok, 100} =
+             SpeculativeConfig._maybe_override_draft_max_model_len(ngram, 100, 512, 256)
+
+    for getter <-
+          ~w(code_revision disable_by_batch_size disable_padded_drafter_batch draft_model_config
+             draft_parallel_config draft_tensor_parallel_size enforce_eager max_model_len method model
+             num_speculative_tokens prompt_lookup_min quantization revision speculative_token_tree
+             suffix_decoding_max_cached_requests suffix_decoding_max_spec_factor
+             suffix_decoding_max_tree_depth suffix_decoding_min_token_prob target_model_config
+             target_parallel_config)a do
+      assert {:ok, _} = apply(SpeculativeConfig, getter, [ngram]), "#{getter}"
+    end
+
+    assert {:ok, model} = ModelConfig.new(model: "tiny-llama", skip_tokenizer_init: true)
+    assert {:ok, parallel} = ParallelConfig.new(tensor_parallel_size: 1)
+
+    assert {:ok, eagle} =
+             SpeculativeConfig.new(
+               method: "eagle3",
+               model: "tiny-llama",
+               num_speculative_tokens: 2,
+               target_model_config: model,
+               target_parallel_config: parallel
+             )
+
+    assert {:ok, "[(0,), (0, 0)]"} = SpeculativeConfig.speculative_token_tree(eagle)
+    assert {:ok, "c3d9d001b44dc00cc97829c0d62f12f9"} = SpeculativeConfig.compute_hash(eagle)
+
+    assert {:ok, %Ref{type_name: "ModelConfig"} = draft} =
+             SpeculativeConfig.draft_model_config(eagle)
+
+    assert {:ok, "draft"} = ModelConfig.runner(draft)
+
+    assert {:ok, %Ref{type_name: "ParallelConfig"}} =
+             SpeculativeConfig.draft_parallel_config(eagle)
+
+    assert {:ok, vc} =
+             VllmConfig.new(
+               model_config: model,
+               parallel_config: parallel,
+               speculative_config: eagle
+             )
+
+    assert {:ok, %Ref{type_name: "SpeculativeConfig"} = held} = VllmConfig.speculative_config(vc)
+    assert {:ok, "eagle3"} = SpeculativeConfig.method(held)
+
+    assert {:error, %Snakepit.Error{details: %{reason: suffix}}} =
+             SpeculativeConfig.new(method: "suffix")
+
+    assert %Snakepit.Error.ImportError{} = suffix, "vLLM without arctic-inference"
+
+    assert {:error, %Snakepit.Error{details: %{reason: protocol}}} = SupportsMetricsInfo.new([])
+
+    assert %Snakepit.Error.TypeError{message: "Protocols cannot be instantiated"} = protocol,
+           "a Protocol, as in vLLM"
   end
 
   test "MultiModalConfig: every function of the published module, and inside ModelConfig" do

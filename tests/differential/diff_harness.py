@@ -302,6 +302,7 @@ CONFIG_CATEGORIES = (
     "ECTransferConfig",
     "MultiModalConfig",
     "LoRAConfig",
+    "SpeculativeConfig",
 )
 
 

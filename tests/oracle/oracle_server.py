@@ -147,6 +147,7 @@ def _api() -> dict[str, Any]:
         PoolerConfig,
         ProfilerConfig,
         SchedulerConfig,
+        SpeculativeConfig,
         SpeechToTextConfig,
         StructuredOutputsConfig,
         VllmConfig,
@@ -210,6 +211,7 @@ def _api() -> dict[str, Any]:
         "EngineArgs": EngineArgs,
         "AsyncEngineArgs": AsyncEngineArgs,
         "UsageContext": UsageContext,
+        "SpeculativeConfig": SpeculativeConfig,
     }
 
 

@@ -22,10 +22,11 @@ BUILD is one of:
 - ``{"kind": "vllm", "compilation_config": VALUE, "model": {...} | null, "scheduler_config": {...},
   "parallel_config": {...}, "device_config": {...}, "cache_config": {...}, "load_config": {...},
   "observability_config": {...}, "attention_config": {...}, "lora_config": {...},
-  "structured_outputs_config": {...},
+  "structured_outputs_config": {...}, "speculative_config": {...},
   "profiler_config": {...}, "kv_transfer_config": {...}, "kv_events_config": {...},
   "ec_transfer_config": {...}, "optimization_level": VALUE, "kwargs": {...}}``:
-  the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then
+  the sub-configs are built in that order (``model`` gives ``ModelConfig(**model)``), then the
+  speculative config against that model and parallel config (as vLLM's engine arguments build it), then
   ``VllmConfig(...)``; an absent key is not passed. The default target is ``vllm.compilation_config``;
 - ``{"kind": "enum", "enum": NAME, "name": MEMBER}`` or ``{"kind": "enum", "enum": NAME, "value": VALUE}``;
 - ``{"kind": "class", "cls": NAME}``: the class itself (to read class attributes).
@@ -115,6 +116,7 @@ API_NAMES = (
     "EngineArgs",
     "AsyncEngineArgs",
     "UsageContext",
+    "SpeculativeConfig",
 )
 
 
@@ -224,6 +226,13 @@ def _build_vllm(api: Api, b: dict[str, Any], state: dict[str, Any]) -> Any:
         state["stage"] = key
         if key in b:
             kw[key] = api[cls](**decode(api, b[key]))
+    state["stage"] = "speculative_config"
+    if "speculative_config" in b:
+        # As vLLM's engine arguments build it: against the model and the parallel layout VllmConfig gets.
+        parallel = kw.setdefault("parallel_config", api["ParallelConfig"]())
+        spec = dict(decode(api, b["speculative_config"]))
+        spec.update(target_model_config=kw.get("model_config"), target_parallel_config=parallel)
+        kw["speculative_config"] = api["SpeculativeConfig"](**spec)
     if "optimization_level" in b:
         kw["optimization_level"] = decode(api, b["optimization_level"])
     state["stage"] = "vllm_config"

@@ -11,6 +11,7 @@ import pytest
 from tests.generated_getters import GETTERS
 from tests.workers import payload
 
+import compilation_bridge.vllm_config
 from compilation_bridge.protocol.dispatch import Dispatcher
 from compilation_bridge.vllm_config import (
     AttentionConfig,
@@ -21,11 +22,13 @@ from compilation_bridge.vllm_config import (
     KVTransferConfig,
     LoadConfig,
     LoRAConfig,
+    ModelConfig,
     MultiModalConfig,
     ObservabilityConfig,
     ParallelConfig,
     PoolerConfig,
     ProfilerConfig,
+    SpeculativeConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
 )
@@ -134,6 +137,16 @@ GENERATED["LoRAConfig"] = (  # a named dtype: settling it reads no model, so Non
     GETTERS["LoRAConfig"],
     {"_validate_lora_config": [], "compute_hash": [], "verify_with_model_config": [None]},
 )
+GENERATED["SpeculativeConfig"] = (  # n-gram: the methods needing a model are proven by the tests below
+    {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "disable_by_batch_size": 4},
+    GETTERS["SpeculativeConfig"],
+    {
+        "_maybe_override_draft_max_model_len": [None, 512, 256],
+        "_verify_args": [],
+        "compute_hash": [],
+        "use_eagle": [],
+    },
+)
 CLASSES = {
     "AttentionConfig": AttentionConfig,
     "CacheConfig": CacheConfig,
@@ -147,6 +160,7 @@ CLASSES = {
     "ObservabilityConfig": ObservabilityConfig,
     "PoolerConfig": PoolerConfig,
     "ProfilerConfig": ProfilerConfig,
+    "SpeculativeConfig": SpeculativeConfig,
     "SpeechToTextConfig": SpeechToTextConfig,
     "StructuredOutputsConfig": StructuredOutputsConfig,
 }
@@ -244,10 +258,67 @@ def test_vllm_config_takes_them_as_sub_configs(dispatcher: Dispatcher) -> None:
 
 
 def test_names_not_served_are_still_refused(dispatcher: Dispatcher) -> None:
-    fields = {"call_type": "class", "function": "__init__", "class": "SpeculativeConfig"}
+    fields = {"call_type": "class", "function": "__init__", "class": "ConfigType"}
     reply = dispatcher.execute("snakebridge.call", payload("S", **fields), "worker-session")
     assert not reply.success
-    assert "SpeculativeConfig" in reply.error["message"]
+    assert "ConfigType" in reply.error["message"]
+
+
+def get_attr(dispatcher: Dispatcher, ref: dict[str, Any], attr: str) -> Any:
+    return call(dispatcher, call_type="get_attr", attr=attr, function=attr, instance=ref_of(ref))
+
+
+def test_speculative_config_drafts_against_a_target_held_as_refs(dispatcher: Dispatcher) -> None:
+    """An EAGLE-3 head on the bundled tiny Llama: the draft model's config and parallel layout are refs
+    whose facts read as the local object's, and VllmConfig takes the config as a sub-config."""
+    target = construct(dispatcher, "ModelConfig", model="tiny-llama", skip_tokenizer_init=True)
+    layout = construct(dispatcher, "ParallelConfig", tensor_parallel_size=1)
+    kwargs = {"method": "eagle3", "model": "tiny-llama", "num_speculative_tokens": 2}
+    spec = construct(
+        dispatcher,
+        "SpeculativeConfig",
+        "vllm.config.speculative",
+        target_model_config=ref_of(target),
+        target_parallel_config=ref_of(layout),
+        **kwargs,
+    )
+    local_target = ModelConfig(model="tiny-llama", skip_tokenizer_init=True)
+    local = SpeculativeConfig(
+        target_model_config=local_target, target_parallel_config=ParallelConfig(), **kwargs
+    )
+    draft = get_attr(dispatcher, spec, "draft_model_config")
+    assert get_attr(dispatcher, draft, "architectures") == local.draft_model_config.architectures
+    assert get_attr(dispatcher, draft, "architecture") == "LlamaForCausalLM"
+    assert get_attr(dispatcher, spec, "speculative_token_tree") == local.speculative_token_tree
+    hashed = call(dispatcher, call_type="method", function="compute_hash", args=[], instance=ref_of(spec))
+    assert hashed == local.compute_hash()
+    engine = construct(
+        dispatcher,
+        "VllmConfig",
+        model_config=ref_of(target),
+        parallel_config=ref_of(layout),
+        speculative_config=ref_of(spec),
+    )
+    held = get_attr(dispatcher, engine, "speculative_config")
+    assert get_attr(dispatcher, held, "method") == "eagle3"
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "error"),
+    [
+        ("SpeculativeConfig", {"method": "suffix"}, "ImportError"),  # vLLM without arctic-inference
+        ("SupportsMetricsInfo", {}, "TypeError"),  # a Protocol
+    ],
+)
+def test_constructions_vllm_refuses(
+    dispatcher: Dispatcher, cls: str, kwargs: dict[str, Any], error: str
+) -> None:
+    fields = {"call_type": "class", "function": "__init__", "class": cls, "kwargs": kwargs}
+    reply = dispatcher.execute("snakebridge.call", payload("S", **fields), "worker-session")
+    assert not reply.success and reply.error["type"] == error
+    with pytest.raises(Exception) as raised:
+        getattr(compilation_bridge.vllm_config, cls)(**kwargs)
+    assert reply.error["message"] == str(raised.value)
 
 
 def test_multimodal_dummy_options_are_readable_refs(dispatcher: Dispatcher) -> None:

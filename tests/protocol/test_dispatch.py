@@ -151,7 +151,7 @@ def test_unknown_modules_import_nothing(dispatcher: Dispatcher) -> None:
     err = error(dispatcher, python_module="vllm", function="system", args=["true"])
     assert err["type"] == "AttributeError" and "serves vLLM's configuration" in err["message"]
     assert not {m for m in set(sys.modules) - before if m.split(".")[0] in ("subprocess", "vllm")}
-    err = error(dispatcher, call_type="module_attr", attr="SpeculativeConfig", function="SpeculativeConfig")
+    err = error(dispatcher, call_type="module_attr", attr="ConfigType", function="ConfigType")
     assert err["type"] == "PermissionError"
     err = error(dispatcher, call_type="module_attr", attr="Nope", function="Nope")
     assert err == {**err, "type": "AttributeError", "message": "module 'vllm.config' has no attribute 'Nope'"}

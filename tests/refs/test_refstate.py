@@ -28,8 +28,10 @@ from compilation_bridge.vllm_config import (
     KVTransferConfig,
     LoadConfig,
     LoRAConfig,
+    ModelConfig,
     MultiModalConfig,
     ObservabilityConfig,
+    ParallelConfig,
     PassConfig,
     PoolerConfig,
     PoolingParams,
@@ -38,6 +40,7 @@ from compilation_bridge.vllm_config import (
     RequestOutputKind,
     SamplingParams,
     SamplingType,
+    SpeculativeConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
     StructuredOutputsParams,
@@ -92,6 +95,26 @@ def _configs() -> list[object]:
         VllmConfig(lora_config=LoRAConfig(lora_dtype="bfloat16", max_loras=2)),
         *_request_params(),
         *_engine_args(),
+        *_speculative(),
+    ]
+
+
+def _speculative() -> list[object]:
+    """A draft model's config holds vLLM's override function (stored by name) and an EAGLE head's
+    config, which holds its base model's."""
+    target = ModelConfig(model="tiny-llama", skip_tokenizer_init=True)
+    parallel = ParallelConfig()
+    eagle = SpeculativeConfig(
+        method="eagle3",
+        model="tiny-llama",
+        num_speculative_tokens=2,
+        target_model_config=target,
+        target_parallel_config=parallel,
+    )
+    return [
+        SpeculativeConfig(method="ngram", num_speculative_tokens=3, prompt_lookup_max=4),
+        eagle,
+        VllmConfig(model_config=target, parallel_config=parallel, speculative_config=eagle),
     ]
 
 
@@ -199,6 +222,7 @@ def test_objects_that_are_not_data_are_not_storable() -> None:
         {"format": 1, "value": {"t": "same", "i": 5}},
         {"format": 1, "value": {"t": "dtype", "v": "int8"}},  # only the dtypes the config model knows
         {"format": 1, "value": {"t": "dtype", "v": ["float16"]}},
+        {"format": 1, "value": {"t": "hf_override", "v": "os.system"}},  # only vLLM's MTP override
         {"format": 2, "value": 1},
         [1, 2],
     ],

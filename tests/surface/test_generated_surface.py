@@ -37,13 +37,6 @@ FAMILY_CLASSES = (("vllm", "SamplingParams"), ("vllm", "PoolingParams"))  # also
 # class is served, and the test fails if an entry names a class that is.
 NOT_YET = "not served yet: the configuration family is served class by class, each proven against vLLM"
 NOT_SERVED: dict[tuple[str, str], str] = {
-    **{
-        ("vllm.config", name): NOT_YET
-        for name in (
-            "SpeculativeConfig",
-            "SupportsMetricsInfo",
-        )
-    },
     **{("vllm.sampling_params", name): NOT_YET for name in ("PydanticMsgspecMixin", "TokenizerLike")},
 }
 # int's own methods on an IntEnum member (CompilationMode, SamplingType).
@@ -91,6 +84,11 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         ),
         "vLLM's process-wide current config, helpers that walk arbitrary classes or load torch, and the "
         "module's list of names (which names what is not served): refused by name (docs/configuration.md)",
+    ),
+    ("vllm.config", "SupportsMetricsInfo"): (
+        ("_abc_impl", "_is_protocol", "_is_runtime_protocol", "metrics_info"),
+        "SupportsMetricsInfo is a typing.Protocol: constructing it fails with vLLM's TypeError "
+        '("Protocols cannot be instantiated"), so no instance, hence no ref, exists to call these on',
     ),
     ("vllm.config", "CompilationMode"): INT_OWN,
     ("vllm.sampling_params", "SamplingType"): INT_OWN,
@@ -201,7 +199,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
             "get_quantization_config",
             "needs_dp_coordinator",
             "quant_config",
-            "speculative_config",
             "try_verify_and_update_config",
             "with_hf_config",
         ),

@@ -10,4 +10,5 @@ from compilation_bridge.refs import (  # noqa: F401  (each teaches the state for
     compiled,  # compiled models, stored as the call that made them
     derived,  # fields the config model computes, not stored
     dtypes,  # torch dtypes, stored by name
+    overrides,  # a speculative draft model's config override, stored by name
 )

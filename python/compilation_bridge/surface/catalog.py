@@ -46,8 +46,10 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "PoolerConfig",
         "ProfilerConfig",
         "SchedulerConfig",
+        "SpeculativeConfig",
         "SpeechToTextConfig",
         "StructuredOutputsConfig",
+        "SupportsMetricsInfo",
         "VllmConfig",
     ),
     "vllm.config.compilation": (
@@ -59,7 +61,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "DynamicShapesConfig",
         "Range",
     ),
-    "vllm.config.utils": ("Range",),
+    "vllm.config.utils": ("Range", "SupportsMetricsInfo"),
     "vllm.config.vllm": (
         "VllmConfig",
         "OptimizationLevel",
@@ -79,6 +81,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
         "ParallelConfig",
         "ProfilerConfig",
         "SchedulerConfig",
+        "SpeculativeConfig",
         "StructuredOutputsConfig",
     ),
     "vllm.config.attention": ("AttentionConfig",),
@@ -96,6 +99,7 @@ VLLM_MODULES: dict[str, tuple[str, ...]] = {
     "vllm.config.pooler": ("PoolerConfig",),
     "vllm.config.profiler": ("ProfilerConfig",),
     "vllm.config.scheduler": ("SchedulerConfig",),
+    "vllm.config.speculative": ("SpeculativeConfig",),
     "vllm.config.speech_to_text": ("SpeechToTextConfig",),
     "vllm.config.structured_outputs": ("StructuredOutputsConfig",),
     # vLLM's top level: the engine's arguments and the request parameters; its engine's names are refused
@@ -118,9 +122,7 @@ VLLM_CONFIG_NOT_EXPOSED = frozenset(
         "iter_architecture_defaults",
         "str_dtype_to_torch_dtype",
         "try_match_architecture_defaults",
-        "SpeculativeConfig",
         "ConfigType",
-        "SupportsMetricsInfo",
         "config",
         "get_attr_docs",
         "is_init_field",
@@ -187,6 +189,14 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "KVTransferConfig": frozenset(),
     "ECTransferConfig": frozenset(),
     "LoRAConfig": frozenset({"_validate_lora_config"}),
+    "SpeculativeConfig": frozenset(
+        {
+            "_maybe_override_draft_max_model_len",
+            "_validate_suffix_decoding",
+            "_verify_and_get_draft_tp",
+            "_verify_args",
+        }
+    ),
     "MultiModalConfig": frozenset(
         {"_validate_limit_per_prompt", "_validate_mm_encoder_attn_backend", "_validate_multimodal_config"}
     ),
@@ -226,6 +236,8 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "EngineArgs": frozenset(),
     "AsyncEngineArgs": frozenset(),
 }
+# Protocols vLLM exports: named so that constructing one answers vLLM's TypeError; no instance exists.
+PROTOCOL_TYPES = ("SupportsMetricsInfo",)
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
 ENUM_TYPES = (
     "CompilationMode",
@@ -264,6 +276,10 @@ def _config_types() -> Iterable[ExposedType]:
         cls = getattr(package, name, None)
         if isinstance(cls, type):
             yield ExposedType(cls)
+    for name in PROTOCOL_TYPES:
+        cls = getattr(package, name, None)
+        if isinstance(cls, type):
+            yield ExposedType(cls, names=frozenset())
 
 
 def _compile_loader(wrap_compile: FunctionWrapper) -> Callable[[], dict[str, Any]]:

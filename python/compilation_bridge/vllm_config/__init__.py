@@ -36,6 +36,7 @@ from compilation_bridge.vllm_config.pass_config import PassConfig
 from compilation_bridge.vllm_config.pooler import PoolerConfig
 from compilation_bridge.vllm_config.pooling_params import PoolingParams
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
+from compilation_bridge.vllm_config.protocols import SupportsMetricsInfo
 from compilation_bridge.vllm_config.range import Range
 from compilation_bridge.vllm_config.sampling_params import (
     BeamSearchParams,
@@ -45,6 +46,7 @@ from compilation_bridge.vllm_config.sampling_params import (
     StructuredOutputsParams,
 )
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.speculative import SpeculativeConfig
 from compilation_bridge.vllm_config.speech_to_text import SpeechToTextConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.usage import UsageContext
@@ -86,10 +88,12 @@ __all__ = [
     "SamplingParams",
     "SamplingType",
     "SchedulerConfig",
+    "SpeculativeConfig",
     "SpeechToTextConfig",
     "StructuredOutputsConfig",
     "StructuredOutputsParams",
     "UsageContext",
+    "SupportsMetricsInfo",
     "VideoDummyOptions",
     "VllmConfig",
     "set_vllm_backend_factory",

@@ -367,6 +367,8 @@ class ModelConfig:
         if self.served_model_name is None:
             self.served_model_name = self.model
         self.runner_type = "generate" if self.runner == "auto" else self.runner
+        # Resolved once, as vLLM resolves it: a config replaced later (an EAGLE head's) keeps it.
+        self._architecture = self.architectures[0] if self.architectures else None
         if self.runner_type == "pooling":
             self._init_pooler_config()
         self.dtype = self._resolve_dtype(self.dtype)
@@ -443,7 +445,10 @@ class ModelConfig:
         """vLLM's `_get_and_verify_max_len`: the user's length may not exceed the model's."""
         derived, key = self._derived_max_len()
         if derived == float("inf"):
-            return max_model_len if max_model_len is not None else 2048
+            if max_model_len is not None:
+                return max_model_len
+            # A speculative draft without a length of its own takes its target's.
+            return self.spec_target_max_model_len if self.spec_target_max_model_len is not None else 2048
         if max_model_len is None or max_model_len == -1:
             return int(derived)
         if max_model_len > derived:
@@ -468,7 +473,7 @@ class ModelConfig:
 
     @property
     def architecture(self) -> str | None:
-        return self.architectures[0] if self.architectures else None
+        return self._architecture
 
     @property
     def is_matryoshka(self) -> bool:

@@ -10,7 +10,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ConfigDict, Field, model_validator
 from pydantic.dataclasses import dataclass
@@ -34,6 +34,7 @@ from compilation_bridge.vllm_config.parallel import ParallelConfig
 from compilation_bridge.vllm_config.platforms import current_platform
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.speculative import EagleModelTypes, SpeculativeConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.versions import VLLM_VERSION
 
@@ -73,6 +74,8 @@ class VllmConfig:
     """Attention configuration."""
     lora_config: LoRAConfig | None = None
     """LoRA configuration."""
+    speculative_config: SpeculativeConfig | None = None
+    """Speculative decoding configuration."""
     structured_outputs_config: StructuredOutputsConfig = Field(default_factory=StructuredOutputsConfig)
     """Structured outputs configuration."""
     observability_config: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
@@ -121,7 +124,7 @@ class VllmConfig:
             self.load_config.compute_hash(),
             self.attention_config.compute_hash(),
             self.lora_config.compute_hash() if self.lora_config else "None",
-            "None",  # speculative_config
+            self.speculative_config.compute_hash() if self.speculative_config else "None",
         ]
         # Unlike its neighbours, vLLM appends no "None" for an unset structured-outputs config.
         if self.structured_outputs_config:
@@ -205,7 +208,14 @@ class VllmConfig:
                 cc.custom_ops.append("+rms_norm")
 
         self._plan_cudagraphs()
-        if self.cache_config.kv_sharing_fast_prefill:  # no speculative config here, so no EAGLE conflict
+        if self.cache_config.kv_sharing_fast_prefill:
+            if self.speculative_config is not None and self.speculative_config.use_eagle():
+                raise ValueError(
+                    "Fast prefill optimization for KV sharing is not "
+                    "compatible with EAGLE as EAGLE requires correct logits "
+                    "for all tokens while fast prefill gives incorrect logits "
+                    "for prompt tokens."
+                )
             warning_once(
                 "--kv-sharing-fast-prefill requires changes on model side for "
                 "correctness and to realize prefill savings."
@@ -273,6 +283,7 @@ class VllmConfig:
         if scheduler.async_scheduling:
             if parallel.pipeline_parallel_size > 1:
                 raise ValueError("Async scheduling is not yet compatible with pipeline_parallel_size > 1.")
+            self._check_async_speculation()
             if not supports_async:
                 raise ValueError(
                     "Currently, async scheduling only supports `mp`, `uni`, or "
@@ -280,9 +291,39 @@ class VllmConfig:
                     f"`{executor_backend}`."
                 )
         elif scheduler.async_scheduling is None:
-            scheduler.async_scheduling = parallel.pipeline_parallel_size == 1 and supports_async
+            scheduler.async_scheduling = (
+                parallel.pipeline_parallel_size == 1 and self._speculation_allows_async() and supports_async
+            )
         if parallel.disable_nccl_for_dp_synchronization is None:
             parallel.disable_nccl_for_dp_synchronization = bool(scheduler.async_scheduling)
+
+    def _check_async_speculation(self) -> None:
+        """Asynchronous scheduling asked for: only EAGLE/MTP speculation with padded drafter batches."""
+        spec = self.speculative_config
+        if spec is None:
+            return
+        if spec.method not in get_args(EagleModelTypes):
+            raise ValueError(
+                "Currently, async scheduling is only supported with EAGLE/MTP kind of speculative decoding."
+            )
+        if spec.disable_padded_drafter_batch:
+            raise ValueError("Async scheduling is not compatible with disable_padded_drafter_batch=True.")
+
+    def _speculation_allows_async(self) -> bool:
+        spec = self.speculative_config
+        if spec is not None and spec.method not in get_args(EagleModelTypes):
+            warning_once(
+                "Async scheduling not supported with %s-based speculative decoding and will be disabled.",
+                spec.method,
+            )
+            return False
+        if spec is not None and spec.disable_padded_drafter_batch:
+            warning_once(
+                "Async scheduling is not compatible with "
+                "disable_padded_drafter_batch=True and will be disabled."
+            )
+            return False
+        return True
 
     def _set_config_default(self, config_obj: Any, key: str, value: Any) -> None:
         if getattr(config_obj, key) is None:
@@ -381,7 +422,9 @@ class VllmConfig:
         cc, scheduler = self.compilation_config, self.scheduler_config
         max_size = cc.max_cudagraph_capture_size
         if max_size is None:
-            decode_query_len = 1  # no speculative decoding here
+            decode_query_len = 1
+            if self.speculative_config and self.speculative_config.num_speculative_tokens:
+                decode_query_len += self.speculative_config.num_speculative_tokens
             max_size = min(scheduler.max_num_seqs * decode_query_len * 2, 512)
         max_num_tokens = scheduler.max_num_batched_tokens
         max_size = min(max_num_tokens, max_size)
@@ -519,7 +562,10 @@ class VllmConfig:
         # The hybrid KV cache manager cannot publish KV events.
         need_disable |= self.kv_events_config is not None
         if self.model_config is not None and self.model_config.attention_chunk_size is not None:
-            need_disable |= not int(os.getenv("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1"))
+            if self.speculative_config is not None and self.speculative_config.use_eagle():
+                need_disable = True  # not yet supported with chunked local attention and EAGLE
+            else:
+                need_disable |= not int(os.getenv("VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE", "1"))
         if scheduler.disable_hybrid_kv_cache_manager is None:
             # A KV connector turns it off only when the caller expressed no preference.
             if self.kv_transfer_config is not None:

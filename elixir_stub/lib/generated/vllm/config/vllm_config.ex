@@ -46,6 +46,7 @@ defmodule Vllm.Config.VllmConfig do
   - `load_config` - Load configuration.
   - `attention_config` - Attention configuration.
   - `lora_config` - LoRA configuration.
+  - `speculative_config` - Speculative decoding configuration.
   - `structured_outputs_config` - Structured outputs configuration.
   - `observability_config` - Observability configuration.
   - `compilation_config` - `torch.compile` and cudagraph capture configuration for the model.
@@ -239,6 +240,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec scheduler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def scheduler_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :scheduler_config)
+  end
+
+  @spec speculative_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def speculative_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :speculative_config)
   end
 
   @spec structured_outputs_config(SnakeBridge.Ref.t()) ::
