@@ -39,6 +39,7 @@ from compilation_bridge.vllm_config.platforms import current_platform
 from compilation_bridge.vllm_config.pooler import PoolerConfig
 from compilation_bridge.vllm_config.profiler import ProfilerConfig
 from compilation_bridge.vllm_config.scheduler import SchedulerConfig
+from compilation_bridge.vllm_config.speculative import SpeculativeConfig
 from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsConfig
 from compilation_bridge.vllm_config.usage import UsageContext
 from compilation_bridge.vllm_config.vllm import VllmConfig
@@ -350,7 +351,7 @@ class EngineArgs:
 
     def create_speculative_config(
         self, target_model_config: ModelConfig, target_parallel_config: ParallelConfig
-    ) -> Any:
+    ) -> SpeculativeConfig | None:
         """Initializes and returns a SpeculativeConfig object based on
         `speculative_config`.
 
@@ -367,7 +368,7 @@ class EngineArgs:
         self.speculative_config.update(
             {"target_model_config": target_model_config, "target_parallel_config": target_parallel_config}
         )
-        return _speculative_config_class()(**self.speculative_config)
+        return SpeculativeConfig(**self.speculative_config)
 
     def create_engine_config(
         self, usage_context: UsageContext | None = None, headless: bool = False
@@ -437,7 +438,7 @@ class EngineArgs:
             load_config=load_config,
             attention_config=attention_config,
             lora_config=lora_config,
-            **({"speculative_config": speculative_config} if speculative_config is not None else {}),
+            speculative_config=speculative_config,
             structured_outputs_config=self.structured_outputs_config,
             observability_config=self._create_observability_config(),
             compilation_config=self._create_compilation_config(),
@@ -981,16 +982,3 @@ def _ray_dp_pack_strategy() -> str:
 def _raise_unsupported_error(feature_name: str) -> None:
     msg = f"{feature_name} is not supported. We recommend to remove {feature_name} from your config."
     raise NotImplementedError(msg)
-
-
-def _speculative_config_class() -> Any:
-    try:
-        from compilation_bridge.vllm_config.speculative import SpeculativeConfig
-    except ImportError:
-        raise NotImplementedError(
-            "speculative_config: speculative decoding's configuration is not served by this worker yet"
-        ) from None
-    return SpeculativeConfig
-
-
-__all__ = ["AsyncEngineArgs", "EngineArgs", "UsageContext", "get_field", "resolve_kv_cache_dtype_string"]
