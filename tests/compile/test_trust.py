@@ -158,7 +158,16 @@ def test_a_symlinked_config_json_out_of_the_model_roots_is_refused(
     models, outside = tmp_path / "models", tmp_path / "outside"
     models.mkdir()
     outside.mkdir()
-    (outside / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 4242}))
+    (outside / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": 4242,
+                "num_attention_heads": 2,
+            }
+        )
+    )
     monkeypatch.setenv(MODEL_ROOTS_ENV, str(models))
     monkeypatch.setenv(ALLOWED_ROOTS_ENV, str(tmp_path / "elsewhere"))
     reload_settings()
@@ -173,7 +182,16 @@ def test_a_symlinked_config_json_inside_the_model_roots_is_read(
     # A Hugging Face cache links snapshots/<rev>/config.json to blobs/<hash>.
     models = tmp_path / "models"
     (models / "blobs").mkdir(parents=True)
-    (models / "blobs" / "abc").write_text(json.dumps({"model_type": "llama", "hidden_size": 4242}))
+    (models / "blobs" / "abc").write_text(
+        json.dumps(
+            {
+                "architectures": ["LlamaForCausalLM"],
+                "model_type": "llama",
+                "hidden_size": 4242,
+                "num_attention_heads": 2,
+            }
+        )
+    )
     monkeypatch.setenv(MODEL_ROOTS_ENV, str(models))
     reload_settings()
     folder = _model_folder(models, models / "blobs" / "abc")

@@ -342,3 +342,57 @@ def test_multimodal_dummy_options_are_readable_refs(dispatcher: Dispatcher) -> N
         instance=ref_of(config),
     )
     assert limit == 2
+
+
+MODEL_REFS = ("dtype", "head_dtype")  # torch dtypes travel as refs (docs/wire.md)
+MODEL_METHODS: dict[str, list[Any]] = {
+    "get_diff_sampling_param": [],
+    "try_get_generation_config": [],
+    "get_sliding_window": [],
+    "get_num_experts": [],
+    "get_mamba_chunk_size": [],
+    "get_inputs_embeds_size": [],
+    "using_transformers_backend": [],
+    "_get_transformers_backend_cls": [],
+    "_get_runner_type": [["BertModel"], "auto"],
+    "_get_convert_type": [["LlamaForCausalLM"], "pooling", "auto"],
+    "_lowercase_tokenizer_mode": ["HF"],
+    "validate_quantization_before": ["FP8"],
+    "get_and_verify_max_len": [128],
+    "_verify_quantization": [],
+    "_verify_cuda_graph": [],
+    "_verify_bnb_config": [],
+    "_try_verify_and_update_model_config": [],
+    "_get_encoder_config": [],
+    "_update_nested": [{"a": {"b": 1}}, {"a": {"c": 2}}],
+}
+
+
+def test_model_config_serves_every_generated_function(dispatcher: Dispatcher) -> None:
+    """ModelConfig over the wire answers as the class does; its architecture facts come back as a
+    readable ModelArchitectureConfig ref."""
+    from compilation_bridge.vllm_config import ModelConfig
+
+    kwargs = {"model": "tiny-llama", "skip_tokenizer_init": True, "max_model_len": 256}
+    local = ModelConfig(**kwargs)
+    ref = construct(dispatcher, "ModelConfig", **kwargs)
+    for attr in GETTERS["ModelConfig"]:
+        got = call(dispatcher, call_type="get_attr", attr=attr, function=attr, instance=ref_of(ref))
+        if attr in MODEL_REFS:
+            assert got["type_name"] == "DType", attr
+        else:
+            assert got == plain(getattr(local, attr)), attr
+    for method, args in MODEL_METHODS.items():
+        got = call(dispatcher, call_type="method", function=method, args=args, instance=ref_of(ref))
+        assert got == plain(getattr(local, method)(*args)), method
+    arch = call(
+        dispatcher, call_type="method", function="get_model_arch_config", args=[], instance=ref_of(ref)
+    )
+    assert arch["type_name"] == "ModelArchitectureConfig"
+    size = call(
+        dispatcher, call_type="get_attr", attr="hidden_size", function="hidden_size", instance=ref_of(arch)
+    )
+    assert size == local.get_hidden_size() == 64
+    for refused in ("registry", "maybe_pull_model_tokenizer_for_runai"):
+        fields = {"call_type": "get_attr", "attr": refused, "function": refused, "instance": ref_of(ref)}
+        assert not dispatcher.execute("snakebridge.call", payload("S", **fields), "w").success, refused

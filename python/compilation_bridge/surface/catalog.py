@@ -169,7 +169,28 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "VllmConfig": frozenset({"_post_init_kv_transfer_config"}),
     "SchedulerConfig": frozenset(),
     "ParallelConfig": frozenset(),
-    "ModelConfig": frozenset(),
+    "ModelConfig": frozenset(
+        {
+            "_apply_dict_overrides",
+            "_get_convert_type",
+            "_get_default_convert_type",
+            "_get_default_runner_type",
+            "_get_encoder_config",
+            "_get_runner_type",
+            "_get_transformers_backend_cls",
+            "_lowercase_tokenizer_mode",
+            "_skip_none_validation",
+            "_try_verify_and_update_model_config",
+            "_update_nested",
+            "_verify_bnb_config",
+            "_verify_cuda_graph",
+            "_verify_quantization",
+            "_verify_with_expert_parallelism",
+        }
+    ),
+    # What ModelConfig.model_arch_config and get_model_arch_config() hold: readable as a ref (the vllm hex
+    # package generates no module for it).
+    "ModelArchitectureConfig": frozenset(),
     "DeviceConfig": frozenset(),
     "AttentionConfig": frozenset({"_set_from_env_if_set"}),
     "CacheConfig": frozenset({"_validate_cache_dtype"}),

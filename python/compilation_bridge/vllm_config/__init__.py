@@ -23,6 +23,7 @@ from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.lora import LoRAConfig
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.model_arch import ModelArchitectureConfig
 from compilation_bridge.vllm_config.multimodal import (
     AudioDummyOptions,
     BaseDummyOptions,
@@ -74,6 +75,7 @@ __all__ = [
     "KVTransferConfig",
     "LoRAConfig",
     "LoadConfig",
+    "ModelArchitectureConfig",
     "ModelConfig",
     "MultiModalConfig",
     "ObservabilityConfig",

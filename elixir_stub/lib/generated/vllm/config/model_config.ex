@@ -84,6 +84,266 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
+  Apply dict overrides, handling both nested configs and dict values. vLLM sets them as attributes
+
+  of a transformers config: on a plain dict, as a caller passes one, that fails as in vLLM.
+
+  ## Parameters
+
+  - `config` (map())
+  - `overrides` (map())
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _apply_dict_overrides(SnakeBridge.Ref.t(), map(), map(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _apply_dict_overrides(ref, config, overrides, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_apply_dict_overrides, [config, overrides], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig._get_convert_type`.
+
+  ## Parameters
+
+  - `architectures` (list(term()))
+  - `runner_type` (String.t())
+  - `convert` (String.t())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _get_convert_type(SnakeBridge.Ref.t(), list(term()), String.t(), String.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _get_convert_type(ref, architectures, runner_type, convert, opts \\ []) do
+    SnakeBridge.Runtime.call_method(
+      ref,
+      :_get_convert_type,
+      [architectures, runner_type, convert],
+      opts
+    )
+  end
+
+  @doc """
+  Python method `ModelConfig._get_default_convert_type`.
+
+  ## Parameters
+
+  - `architectures` (list(term()))
+  - `runner_type` (String.t())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _get_default_convert_type(SnakeBridge.Ref.t(), list(term()), String.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _get_default_convert_type(ref, architectures, runner_type, opts \\ []) do
+    SnakeBridge.Runtime.call_method(
+      ref,
+      :_get_default_convert_type,
+      [architectures, runner_type],
+      opts
+    )
+  end
+
+  @doc """
+  Python method `ModelConfig._get_default_runner_type`.
+
+  ## Parameters
+
+  - `architectures` (list(term()))
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _get_default_runner_type(SnakeBridge.Ref.t(), list(term()), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _get_default_runner_type(ref, architectures, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_get_default_runner_type, [architectures], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig._get_encoder_config`.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _get_encoder_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _get_encoder_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_get_encoder_config, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig._get_runner_type`.
+
+  ## Parameters
+
+  - `architectures` (list(term()))
+  - `runner` (String.t())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _get_runner_type(SnakeBridge.Ref.t(), list(term()), String.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _get_runner_type(ref, architectures, runner, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_get_runner_type, [architectures, runner], opts)
+  end
+
+  @doc """
+  Determine which Transformers modeling backend class will be used if
+
+  `model_impl` is set to `transformers` or `auto`.
+
+  ## Returns
+
+  - `String.t()`
+  """
+  @spec _get_transformers_backend_cls(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, String.t()} | {:error, Snakepit.Error.t()}
+  def _get_transformers_backend_cls(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_get_transformers_backend_cls, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig._lowercase_tokenizer_mode`.
+
+  ## Parameters
+
+  - `tokenizer_mode` (String.t())
+
+  ## Returns
+
+  - `String.t()`
+  """
+  @spec _lowercase_tokenizer_mode(SnakeBridge.Ref.t(), String.t(), keyword()) ::
+          {:ok, String.t()} | {:error, Snakepit.Error.t()}
+  def _lowercase_tokenizer_mode(ref, tokenizer_mode, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_lowercase_tokenizer_mode, [tokenizer_mode], opts)
+  end
+
+  @doc """
+  Skip validation if the value is `None` when initialisation is delayed.
+
+  ## Parameters
+
+  - `value` (term())
+  - `handler` (term())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _skip_none_validation(SnakeBridge.Ref.t(), term(), term(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _skip_none_validation(ref, value, handler, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_skip_none_validation, [value, handler], opts)
+  end
+
+  @doc """
+  The model-specific updates of vLLM's `MODELS_CONFIG_MAP` (vllm/model_executor/models/config.py)
+
+  that change what a ModelConfig answers; the others only rewrite config attributes the model classes
+  read (activation names, rotary arguments) and change nothing served here.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _try_verify_and_update_model_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _try_verify_and_update_model_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_try_verify_and_update_model_config, [], opts)
+  end
+
+  @doc """
+  Recursively updates a config or dict with nested updates.
+
+  ## Parameters
+
+  - `target` (map())
+  - `updates` (map())
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _update_nested(SnakeBridge.Ref.t(), map(), map(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _update_nested(ref, target, updates, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_update_nested, [target, updates], opts)
+  end
+
+  @doc """
+  The current version of bitsandbytes (0.46.1) with 8-bit models does not
+
+  yet support CUDA graph.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _verify_bnb_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _verify_bnb_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_verify_bnb_config, [], opts)
+  end
+
+  @doc """
+  vLLM falls back to eager mode for encoder-decoder models on ROCm only: never on the CPU and
+
+  CUDA platforms modelled here.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _verify_cuda_graph(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _verify_cuda_graph(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_verify_cuda_graph, [], opts)
+  end
+
+  @doc """
+  vLLM's detection and check of the quantization method. vLLM asks each quantization kernel's
+
+  config class whether it takes over a checkpoint's method (`override_quantization_method`); the
+  kernels that do (Marlin, BitBLAS, ModelOpt, ...) claim only AWQ, GPTQ and ModelOpt checkpoints and
+  the BitBLAS and Marlin-24 formats, and their answer depends on the device's kernels, so such a
+  checkpoint is refused here; any other method in `quantization_config` is taken as vLLM takes it.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _verify_quantization(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _verify_quantization(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_verify_quantization, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig._verify_with_expert_parallelism`.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _verify_with_expert_parallelism(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _verify_with_expert_parallelism(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_verify_with_expert_parallelism, [], opts)
+  end
+
+  @doc """
   Python method `ModelConfig.compute_hash`.
 
   ## Returns
@@ -94,6 +354,45 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, String.t()} | {:error, Snakepit.Error.t()}
   def compute_hash(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :compute_hash, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_and_verify_max_len`.
+
+  ## Parameters
+
+  - `max_model_len` (term())
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_and_verify_max_len(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_and_verify_max_len(ref, max_model_len, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_and_verify_max_len, [max_model_len], opts)
+  end
+
+  @doc """
+  This method returns a dictionary containing the non-default sampling
+
+  parameters with `override_generation_config` applied.
+
+  The default sampling parameters are:
+
+  - vLLM's neutral defaults if `self.generation_config="vllm"`
+  - the model's defaults if `self.generation_config="auto"`
+  - as defined in `generation_config.json` if
+      `self.generation_config="path/to/generation_config/dir"`
+
+  ## Returns
+
+  - `map()`
+  """
+  @spec get_diff_sampling_param(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, map()} | {:error, Snakepit.Error.t()}
+  def get_diff_sampling_param(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_diff_sampling_param, [], opts)
   end
 
   @doc """
@@ -120,6 +419,62 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def get_hidden_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_hidden_size, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_inputs_embeds_size`.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_inputs_embeds_size(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_inputs_embeds_size(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_inputs_embeds_size, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_layers_start_end_indices`.
+
+  ## Parameters
+
+  - `parallel_config` (term())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec get_layers_start_end_indices(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def get_layers_start_end_indices(ref, parallel_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_layers_start_end_indices, [parallel_config], opts)
+  end
+
+  @doc """
+  Returns the mamba chunk size if it exists
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec get_mamba_chunk_size(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def get_mamba_chunk_size(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_mamba_chunk_size, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_model_arch_config`.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec get_model_arch_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def get_model_arch_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_model_arch_config, [], opts)
   end
 
   @doc """
@@ -153,7 +508,20 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
-  Python method `ModelConfig.get_num_kv_heads`.
+  Python method `ModelConfig.get_num_experts`.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_num_experts(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_num_experts(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_num_experts, [], opts)
+  end
+
+  @doc """
+  Returns the number of KV heads per GPU.
 
   ## Parameters
 
@@ -167,6 +535,61 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def get_num_kv_heads(ref, parallel_config, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_num_kv_heads, [parallel_config], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_num_layers`.
+
+  ## Parameters
+
+  - `parallel_config` (term())
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_num_layers(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_num_layers(ref, parallel_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_num_layers, [parallel_config], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.get_num_layers_by_block_type`.
+
+  ## Parameters
+
+  - `parallel_config` (term())
+  - `block_type` (term() default: 'attention')
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_num_layers_by_block_type(SnakeBridge.Ref.t(), term(), list(term()), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_num_layers_by_block_type(ref, parallel_config, args, opts \\ []) do
+    {args, opts} = SnakeBridge.Runtime.normalize_args_opts(args, opts)
+
+    SnakeBridge.Runtime.call_method(
+      ref,
+      :get_num_layers_by_block_type,
+      [parallel_config] ++ List.wrap(args),
+      opts
+    )
+  end
+
+  @doc """
+  Get the sliding window size from the HF text config if present.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec get_sliding_window(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def get_sliding_window(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_sliding_window, [], opts)
   end
 
   @doc """
@@ -196,7 +619,7 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
-  Python method `ModelConfig.get_total_num_kv_heads`.
+  Returns the total number of KV heads.
 
   ## Returns
 
@@ -219,6 +642,85 @@ defmodule Vllm.Config.ModelConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def get_vocab_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :get_vocab_size, [], opts)
+  end
+
+  @doc """
+  This method attempts to retrieve the non-default values of the
+
+  generation config for this model.
+
+  The generation config can contain information about special tokens, as
+  well as sampling parameters. Which is why this method exists separately
+  to `get_diff_sampling_param`.
+
+  ## Returns
+
+  - `map()`
+  """
+  @spec try_get_generation_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, map()} | {:error, Snakepit.Error.t()}
+  def try_get_generation_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :try_get_generation_config, [], opts)
+  end
+
+  @doc """
+  Check if the model is using the Transformers modeling backend class.
+
+  ## Returns
+
+  - `boolean()`
+  """
+  @spec using_transformers_backend(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, boolean()} | {:error, Snakepit.Error.t()}
+  def using_transformers_backend(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :using_transformers_backend, [], opts)
+  end
+
+  @doc """
+  Called after __post_init__
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec validate_model_config_after(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def validate_model_config_after(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :validate_model_config_after, [], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.validate_quantization_before`.
+
+  ## Parameters
+
+  - `value` (term())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec validate_quantization_before(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def validate_quantization_before(ref, value, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :validate_quantization_before, [value], opts)
+  end
+
+  @doc """
+  Python method `ModelConfig.verify_dual_chunk_attention_config`.
+
+  ## Parameters
+
+  - `load_config` (term())
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec verify_dual_chunk_attention_config(SnakeBridge.Ref.t(), term(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def verify_dual_chunk_attention_config(ref, load_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :verify_dual_chunk_attention_config, [load_config], opts)
   end
 
   @doc """
@@ -265,9 +767,9 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :architectures)
   end
 
-  @spec attention_chunk_size(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
-  def attention_chunk_size(ref) do
-    SnakeBridge.Runtime.get_attr(ref, :attention_chunk_size)
+  @spec attn_type(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def attn_type(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :attn_type)
   end
 
   @spec code_revision(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -301,6 +803,11 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :dtype)
   end
 
+  @spec embedding_size(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def embedding_size(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :embedding_size)
+  end
+
   @spec enable_mm_embeds(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def enable_mm_embeds(ref) do
     SnakeBridge.Runtime.get_attr(ref, :enable_mm_embeds)
@@ -332,6 +839,21 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :generation_config)
   end
 
+  @spec has_inner_state(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def has_inner_state(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :has_inner_state)
+  end
+
+  @spec has_noops(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def has_noops(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :has_noops)
+  end
+
+  @spec head_dtype(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def head_dtype(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :head_dtype)
+  end
+
   @spec hf_config_path(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def hf_config_path(ref) do
     SnakeBridge.Runtime.get_attr(ref, :hf_config_path)
@@ -352,9 +874,35 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :io_processor_plugin)
   end
 
+  @spec is_attention_free(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_attention_free(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_attention_free)
+  end
+
+  @spec is_chunked_prefill_supported(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_chunked_prefill_supported(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_chunked_prefill_supported)
+  end
+
+  @spec is_cross_encoder(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_cross_encoder(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_cross_encoder)
+  end
+
+  @spec is_deepseek_mla(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_deepseek_mla(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_deepseek_mla)
+  end
+
   @spec is_encoder_decoder(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def is_encoder_decoder(ref) do
     SnakeBridge.Runtime.get_attr(ref, :is_encoder_decoder)
+  end
+
+  @spec is_hybrid(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_hybrid(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_hybrid)
   end
 
   @spec is_matryoshka(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -375,6 +923,28 @@ defmodule Vllm.Config.ModelConfig do
   @spec is_multimodal_model(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def is_multimodal_model(ref) do
     SnakeBridge.Runtime.get_attr(ref, :is_multimodal_model)
+  end
+
+  @spec is_multimodal_raw_input_only_model(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_multimodal_raw_input_only_model(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_multimodal_raw_input_only_model)
+  end
+
+  @spec is_pp_supported(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_pp_supported(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_pp_supported)
+  end
+
+  @spec is_prefix_caching_supported(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_prefix_caching_supported(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_prefix_caching_supported)
+  end
+
+  @spec is_quantized(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def is_quantized(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :is_quantized)
   end
 
   @spec limit_mm_per_prompt(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -487,6 +1057,12 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :quantization)
   end
 
+  @spec requires_raw_input_tokens(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def requires_raw_input_tokens(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :requires_raw_input_tokens)
+  end
+
   @spec revision(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def revision(ref) do
     SnakeBridge.Runtime.get_attr(ref, :revision)
@@ -523,6 +1099,12 @@ defmodule Vllm.Config.ModelConfig do
     SnakeBridge.Runtime.get_attr(ref, :spec_target_max_model_len)
   end
 
+  @spec supports_mamba_prefix_caching(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def supports_mamba_prefix_caching(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :supports_mamba_prefix_caching)
+  end
+
   @spec tokenizer(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def tokenizer(ref) do
     SnakeBridge.Runtime.get_attr(ref, :tokenizer)
@@ -546,6 +1128,26 @@ defmodule Vllm.Config.ModelConfig do
   @spec use_mla(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def use_mla(ref) do
     SnakeBridge.Runtime.get_attr(ref, :use_mla)
+  end
+
+  @spec use_sep_token(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def use_sep_token(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :use_sep_token)
+  end
+
+  @spec uses_alibi(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def uses_alibi(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :uses_alibi)
+  end
+
+  @spec uses_mrope(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def uses_mrope(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :uses_mrope)
+  end
+
+  @spec uses_xdrope_dim(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def uses_xdrope_dim(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :uses_xdrope_dim)
   end
 
   @spec video_pruning_rate(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
