@@ -456,7 +456,7 @@ class EngineArgs:
         speculator's own classes, which this worker does not have: such a model is refused by name."""
         if _is_cloud_storage(self.model):
             return
-        from compilation_bridge.vllm_config.model import load_hf_config
+        from compilation_bridge.vllm_config.model_files import load_hf_config
 
         if load_hf_config(self.model).get("speculators_config") is not None:
             raise NotImplementedError(
