@@ -302,6 +302,8 @@ CONFIG_CATEGORIES = (
     "ECTransferConfig",
     "MultiModalConfig",
     "LoRAConfig",
+    "ParallelConfig",
+    "SchedulerConfig",
 )
 
 
