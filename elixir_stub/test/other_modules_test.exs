@@ -3,7 +3,7 @@ defmodule CompilationBridge.OtherModulesTest do
   The other generated modules (enums, PassConfig, VllmConfig, Range, CacheConfig, LoadConfig,
   ObservabilityConfig, AttentionConfig, SpeechToTextConfig, StructuredOutputsConfig, ProfilerConfig,
   PoolerConfig, EPLBConfig, KVEventsConfig, KVTransferConfig, ECTransferConfig, MultiModalConfig,
-  LoRAConfig, SpeculativeConfig, SupportsMetricsInfo) against real workers.
+  LoRAConfig, SpeculativeConfig, SupportsMetricsInfo, ParallelConfig, SchedulerConfig) against real workers.
   """
   use ExUnit.Case, async: true
 
@@ -26,6 +26,7 @@ defmodule CompilationBridge.OtherModulesTest do
     PoolerConfig,
     ProfilerConfig,
     SpeculativeConfig,
+    SchedulerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
     SupportsMetricsInfo
@@ -634,5 +635,90 @@ defmodule CompilationBridge.OtherModulesTest do
 
     assert {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.ValueError{}}}} =
              ModelConfig.get_multimodal_config(text)
+  end
+
+  test "ParallelConfig: every function of the published module; process groups refused saying why" do
+    assert {:ok, parallel} =
+             ParallelConfig.new(
+               tensor_parallel_size: 2,
+               data_parallel_size: 2,
+               enable_expert_parallel: true,
+               nnodes: 2,
+               _data_parallel_master_port_list: [29600, 29601]
+             )
+
+    assert {:ok, 29601} = ParallelConfig.data_parallel_master_port(parallel),
+           "popped from the list"
+
+    assert {:ok, [29600]} = ParallelConfig._data_parallel_master_port_list(parallel)
+    assert {:ok, 29600} = ParallelConfig.get_next_dp_init_port(parallel)
+
+    assert {:ok, 29601} = ParallelConfig.get_next_dp_init_port(parallel),
+           "then the master's, counted up"
+
+    assert {:ok, 29602} = ParallelConfig.data_parallel_master_port(parallel)
+
+    assert {:ok, 1} = ParallelConfig.nnodes_within_dp(parallel)
+    assert {:ok, 0} = ParallelConfig.node_rank_within_dp(parallel)
+    assert {:ok, 2} = ParallelConfig.local_world_size(parallel)
+    assert {:ok, true} = ParallelConfig.use_sequence_parallel_moe(parallel)
+    assert {:ok, 0} = ParallelConfig.num_ubatches(parallel)
+    assert {:ok, false} = ParallelConfig.use_ray(parallel)
+    assert {:ok, 1} = ParallelConfig._api_process_count(parallel)
+    assert {:ok, 0} = ParallelConfig._api_process_rank(parallel)
+    assert {:ok, nil} = ParallelConfig._skip_none_validation(parallel, nil, nil)
+
+    assert {:ok, %Ref{type_name: "ParallelConfig"}} =
+             ParallelConfig._validate_parallel_config(parallel)
+
+    assert {:ok, %Ref{type_name: "ParallelConfig"}} = ParallelConfig._verify_args(parallel)
+
+    assert {:error, %Snakepit.Error{details: %{reason: no_ray}}} =
+             ParallelConfig.new(distributed_executor_backend: "ray")
+
+    assert %Snakepit.Error.PythonException{python_type: "ValidationError", message: message} =
+             no_ray
+
+    assert message =~ "Failed to import Ray", "as in vLLM without Ray"
+
+    assert {:error, %Snakepit.Error{details: %{reason: refused}}} =
+             SnakeBridge.Runtime.call_method(parallel, :stateless_init_dp_group, [], [])
+
+    assert %Snakepit.Error.PermissionError{message: reason} = refused
+    assert reason =~ "torch.distributed process group"
+  end
+
+  test "SchedulerConfig: get_scheduler_cls answers the qualified name of vLLM's class" do
+    assert {:ok, sched} =
+             SchedulerConfig.new(
+               max_model_len: 4096,
+               is_encoder_decoder: false,
+               async_scheduling: true
+             )
+
+    assert {:ok, "vllm.v1.core.sched.async_scheduler.AsyncScheduler"} =
+             SchedulerConfig.get_scheduler_cls(sched)
+
+    assert {:ok, nil} = SchedulerConfig._skip_none_validation(sched, nil, nil)
+
+    assert {:ok, custom} =
+             SchedulerConfig.new(
+               max_model_len: 4096,
+               is_encoder_decoder: false,
+               scheduler_cls: "my_scheduler.Custom"
+             )
+
+    assert {:ok, "my_scheduler.Custom"} = SchedulerConfig.get_scheduler_cls(custom),
+           "never imported"
+
+    assert {:ok, bad} =
+             SchedulerConfig.new(
+               max_model_len: 4096,
+               is_encoder_decoder: false,
+               scheduler_cls: "nodot"
+             )
+
+    assert {:error, %Snakepit.Error{details: %{reason: %Snakepit.Error.ValueError{}}}} =
+             SchedulerConfig.get_scheduler_cls(bad)
   end
 end

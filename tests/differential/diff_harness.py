@@ -303,6 +303,8 @@ CONFIG_CATEGORIES = (
     "MultiModalConfig",
     "LoRAConfig",
     "SpeculativeConfig",
+    "ParallelConfig",
+    "SchedulerConfig",
 )
 
 

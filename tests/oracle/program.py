@@ -43,6 +43,9 @@ starts with ``@`` (``"@"`` is that object, ``"@cache_config"`` an attribute of i
   ``repr`` / ``str``;
 - ``call``: ``{"name": METHOD, "args": [...], "kwargs": {...}}``, the encoded return value;
 - ``keep``: as ``call``, keeping the returned object for later ``@`` paths (answers its class name);
+- ``call_qualname``: as ``call``, but a class that comes back is answered by its qualified name
+  (``module.QualName``): the product answers a class of vLLM's engine by that name (``get_scheduler_cls``);
+- ``len``: ``len(target)``;
 - ``get``: ``{"name": ATTR}``; ``set``: ``{"name": ATTR, "value": VALUE}`` (``setattr``);
   ``eq`` / ``ne``: ``{"other": VALUE}``; ``deepcopy_eq``;
 - ``contains``: ``{"value": VALUE}`` (``value in target``); ``pyhash_eq``: ``hash(target) == hash(other)``;
@@ -285,6 +288,12 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
         fn = getattr(target, _public(op["name"]))
         state["kept"] = fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {})))
         return type(state["kept"]).__name__
+    if name == "call_qualname":
+        fn = getattr(target, _public(op["name"]))
+        result = fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {})))
+        return f"{result.__module__}.{result.__qualname__}" if isinstance(result, type) else enc(result)
+    if name == "len":
+        return len(target)
     if name == "get":
         return enc(getattr(target, _public(op["name"])))
     if name == "set":

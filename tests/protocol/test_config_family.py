@@ -4,6 +4,7 @@ VllmConfig takes them as sub-configs; the names still refused stay refused."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Any
 
@@ -29,6 +30,7 @@ from compilation_bridge.vllm_config import (
     PoolerConfig,
     ProfilerConfig,
     SpeculativeConfig,
+    SchedulerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
 )
@@ -145,6 +147,33 @@ GENERATED["SpeculativeConfig"] = (  # n-gram: the methods needing a model are pr
         "_verify_args": [],
         "compute_hash": [],
         "use_eagle": [],
+GENERATED["ParallelConfig"] = (  # ports given: vLLM would pick free ones, different on each side
+    {
+        "tensor_parallel_size": 2,
+        "data_parallel_size": 2,
+        "enable_expert_parallel": True,
+        "nnodes": 2,
+        "_data_parallel_master_port_list": [29600, 29601],
+        "_api_process_count": 2,
+    },
+    GETTERS["ParallelConfig"],
+    {
+        "_skip_none_validation": [None, None],
+        "_validate_parallel_config": [],
+        "_verify_args": [],
+        "compute_hash": [],
+        "get_next_dp_init_port": [],
+    },
+)
+GENERATED["SchedulerConfig"] = (
+    {"max_model_len": 4096, "is_encoder_decoder": False, "async_scheduling": True, "max_num_seqs": 16},
+    GETTERS["SchedulerConfig"],
+    {
+        "_skip_none_validation": [None, None],
+        "compute_hash": [],
+        "default_factory": [],
+        "get_scheduler_cls": [],
+        "verify_max_model_len": [2048],
     },
 )
 CLASSES = {
@@ -158,9 +187,11 @@ CLASSES = {
     "LoRAConfig": LoRAConfig,
     "MultiModalConfig": MultiModalConfig,
     "ObservabilityConfig": ObservabilityConfig,
+    "ParallelConfig": ParallelConfig,
     "PoolerConfig": PoolerConfig,
     "ProfilerConfig": ProfilerConfig,
     "SpeculativeConfig": SpeculativeConfig,
+    "SchedulerConfig": SchedulerConfig,
     "SpeechToTextConfig": SpeechToTextConfig,
     "StructuredOutputsConfig": StructuredOutputsConfig,
 }
@@ -204,6 +235,8 @@ def test_every_generated_function_is_served(dispatcher: Dispatcher, name: str) -
                 dispatcher, call_type="get_attr", attr="name", function="name", instance=ref_of(got)
             )
             assert (got["type_name"], name_of) == (type(expected).__name__, expected.name), attr
+        elif dataclasses.is_dataclass(expected):  # a config it holds (ParallelConfig.eplb_config) is a ref
+            assert got["type_name"] == type(expected).__name__, attr
         else:
             assert got == plain(expected), attr
     for method, args in methods.items():
@@ -396,3 +429,27 @@ def test_model_config_serves_every_generated_function(dispatcher: Dispatcher) ->
     for refused in ("registry", "maybe_pull_model_tokenizer_for_runai"):
         fields = {"call_type": "get_attr", "attr": refused, "function": refused, "instance": ref_of(ref)}
         assert not dispatcher.execute("snakebridge.call", payload("S", **fields), "w").success, refused
+@pytest.mark.parametrize(
+    "function", ["stateless_init_dp_group", "has_unfinished_dp", "sync_kv_cache_memory_size"]
+)
+def test_data_parallel_process_groups_are_refused_saying_why(dispatcher: Dispatcher, function: str) -> None:
+    """What needs torch.distributed peers is answered in band: a PermissionError that says why."""
+    parallel = construct(dispatcher, "ParallelConfig")
+    fields = {"call_type": "method", "function": function, "instance": ref_of(parallel)}
+    reply = dispatcher.execute("snakebridge.call", payload("S", args=[None, 1], **fields), "w")
+    assert not reply.success and reply.error["type"] == "PermissionError"
+    assert reply.error["message"].startswith(
+        f"ParallelConfig.{function} is not served by compilation-bridge: "
+    )
+    assert "torch.distributed process group" in reply.error["message"]
+
+
+def test_scheduler_class_given_as_a_class_is_answered_by_name(dispatcher: Dispatcher) -> None:
+    """vLLM takes a class as scheduler_cls; the only classes a caller can pass are those the worker hands
+    out, and get_scheduler_cls answers vLLM's name of it."""
+    cache_cls = call(dispatcher, python_module="vllm.config", call_type="module_attr", attr="CacheConfig")
+    config = construct(
+        dispatcher, "SchedulerConfig", max_model_len=512, is_encoder_decoder=False, scheduler_cls=cache_cls
+    )
+    fields = {"call_type": "method", "function": "get_scheduler_cls", "instance": ref_of(config)}
+    assert call(dispatcher, **fields) == "vllm.config.cache.CacheConfig"

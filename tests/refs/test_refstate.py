@@ -41,6 +41,7 @@ from compilation_bridge.vllm_config import (
     SamplingParams,
     SamplingType,
     SpeculativeConfig,
+    SchedulerConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
     StructuredOutputsParams,
@@ -93,6 +94,7 @@ def _configs() -> list[object]:
         ),
         LoRAConfig(max_lora_rank=64, max_cpu_loras=4, default_mm_loras={"image": "a"}),
         VllmConfig(lora_config=LoRAConfig(lora_dtype="bfloat16", max_loras=2)),
+        *_parallel_scheduler(),
         *_request_params(),
         *_engine_args(),
         *_speculative(),
@@ -125,6 +127,37 @@ def _engine_args() -> list[object]:
     created = EngineArgs(model="tiny-llama", enable_lora=True, max_model_len=256)
     engine = created.create_engine_config(UsageContext.OPENAI_API_SERVER)
     return [given, AsyncEngineArgs(model="tiny-llama", enable_log_requests=True), created, engine]
+
+
+def _parallel_scheduler() -> list[object]:
+    """ParallelConfig with its private fields (the master ports, some handed out) and any value a caller gave
+    for Ray's fields; SchedulerConfig with a scheduler named or given as a class."""
+    parallel = ParallelConfig(
+        data_parallel_size=2,
+        _data_parallel_master_port_list=[29600, 29601, 29602],
+        _api_process_count=2,
+        _api_process_rank=1,
+        placement_group={"bundles": [1, 2]},
+        ray_runtime_env="env",
+        enable_dbo=True,
+        nnodes=2,
+    )
+    parallel.get_next_dp_init_port()
+    return [
+        ParallelConfig(),
+        parallel,
+        ParallelConfig(
+            tensor_parallel_size=2, distributed_executor_backend="mp", disable_custom_all_reduce=True
+        ),
+        SchedulerConfig(max_model_len=512, is_encoder_decoder=False, scheduler_cls="my.sched.Scheduler"),
+        SchedulerConfig(max_model_len=512, is_encoder_decoder=True, scheduler_cls=CacheConfig),
+        SchedulerConfig(
+            max_model_len=4096, is_encoder_decoder=False, async_scheduling=True, max_num_partial_prefills=2
+        ),
+        VllmConfig(
+            parallel_config=parallel, scheduler_config=SchedulerConfig.default_factory(max_num_seqs=8)
+        ),
+    ]
 
 
 def _request_params() -> list[object]:

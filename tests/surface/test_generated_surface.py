@@ -111,32 +111,10 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         "reads local folders under its roots only",
     ),
     ("vllm.config", "ParallelConfig"): (
-        (
-            "_api_process_count",
-            "_api_process_rank",
-            "_data_parallel_master_port_list",
-            "_skip_none_validation",
-            "_validate_parallel_config",
-            "_verify_args",
-            "get_next_dp_init_port",
-            "has_unfinished_dp",
-            "local_world_size",
-            "nnodes_within_dp",
-            "node_rank_within_dp",
-            "num_ubatches",
-            "stateless_init_dp_group",
-            "sync_kv_cache_memory_size",
-            "use_ray",
-            "use_sequence_parallel_moe",
-        ),
-        PARTLY,
-    ),
-    ("vllm.config", "SchedulerConfig"): (
-        (
-            "_skip_none_validation",
-            "get_scheduler_cls",
-        ),
-        PARTLY,
+        ("has_unfinished_dp", "stateless_init_dp_group", "sync_kv_cache_memory_size"),
+        "need a live torch.distributed process group of the data-parallel ranks (peer processes on the "
+        "master's address and port), which belongs to vLLM's engine: the worker refuses them by name, "
+        "saying so (surface/catalog.py, CONFIG_REFUSED)",
     ),
     ("vllm.config", "VllmConfig"): (
         (

@@ -167,8 +167,17 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "PassConfig": frozenset({"_skip_none_validation"}),
     "DynamicShapesConfig": frozenset(),
     "VllmConfig": frozenset({"_post_init_kv_transfer_config"}),
-    "SchedulerConfig": frozenset(),
-    "ParallelConfig": frozenset(),
+    "SchedulerConfig": frozenset({"_skip_none_validation"}),
+    "ParallelConfig": frozenset(
+        {
+            "_api_process_count",
+            "_api_process_rank",
+            "_data_parallel_master_port_list",
+            "_skip_none_validation",
+            "_validate_parallel_config",
+            "_verify_args",
+        }
+    ),
     "ModelConfig": frozenset(
         {
             "_apply_dict_overrides",
@@ -259,6 +268,18 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
 }
 # Protocols vLLM exports: named so that constructing one answers vLLM's TypeError; no instance exists.
 PROTOCOL_TYPES = ("SupportsMetricsInfo",)
+# Functions of served classes that need what a configuration worker does not hold: refused with the reason.
+NEEDS_DP_PEERS = (
+    "needs a live torch.distributed process group of the data-parallel ranks (peer processes on the master's "
+    "address and port): that belongs to vLLM's engine, which this worker does not run"
+)
+CONFIG_REFUSED: dict[str, dict[str, str]] = {
+    "ParallelConfig": {
+        "stateless_init_dp_group": NEEDS_DP_PEERS,
+        "has_unfinished_dp": NEEDS_DP_PEERS,
+        "sync_kv_cache_memory_size": NEEDS_DP_PEERS,
+    },
+}
 # AttentionBackendEnum: what `AttentionConfig.backend` holds (its own vLLM module is not served).
 ENUM_TYPES = (
     "CompilationMode",
@@ -292,7 +313,7 @@ def _config_types() -> Iterable[ExposedType]:
     for name, extras in CONFIG_TYPES.items():
         cls = getattr(package, name, None)
         if isinstance(cls, type):
-            yield ExposedType(cls, extra_names=extras, settable=True)
+            yield ExposedType(cls, extra_names=extras, settable=True, refused=CONFIG_REFUSED.get(name, {}))
     for name in ENUM_TYPES:
         cls = getattr(package, name, None)
         if isinstance(cls, type):

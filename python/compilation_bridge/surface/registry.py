@@ -16,7 +16,7 @@ import enum
 import inspect
 import operator
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,13 +55,15 @@ class ExposedType:
 
     `names`, when given, is the complete list of public names (for types whose public surface is
     smaller than their Python API); otherwise the public members are found by introspection.
-    `settable` marks config dataclasses whose fields `set_attr` may write.
+    `settable` marks config dataclasses whose fields `set_attr` may write. `refused` maps names of the real
+    class that this worker cannot serve to why (the refusal says it, instead of "no attribute").
     """
 
     cls: type
     extra_names: frozenset[str] = frozenset()
     names: frozenset[str] | None = None
     settable: bool = False
+    refused: Mapping[str, str] = field(default_factory=dict)
 
     def exposed_names(self) -> frozenset[str]:
         names = set(self.names) if self.names is not None else _public_members(self.cls)
@@ -210,6 +212,11 @@ class Surface:
         exposed = self.exposure(obj)
         if exposed is not None and name in self._exposed_names(exposed):
             return getattr(obj, name)
+        if exposed is not None and name in exposed.refused:
+            what = obj.__name__ if isinstance(obj, type) else type(obj).__name__
+            raise exposure_error(
+                f"{what}.{name} is not served by compilation-bridge: {exposed.refused[name]}"
+            )
         self._refuse(obj, name)
 
     def method(self, obj: Any, name: Any) -> Callable[..., Any]:

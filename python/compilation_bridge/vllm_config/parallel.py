@@ -1,19 +1,24 @@
 """`ParallelConfig`: the parallel layout that vLLM's compilation planning reads (world size, TP, DP,
 all2all backend), with vLLM 0.14.0's fields, checks and hash.
 
-Not modelled: Ray (never found here, as on the oracle machine), placement groups and executor classes;
-a data-parallel master port is never opened (it is not part of any hash or compilation decision).
+Not modelled: Ray (never found here, as on the oracle machine: asking for it fails as vLLM fails without it),
+placement groups and executor classes (no class of vLLM's engine exists here), and the process groups of
+data parallelism (`stateless_init_dp_group`, `has_unfinished_dp`, `sync_kv_cache_memory_size` need
+torch.distributed peers: the surface refuses them by name). Free ports for the data-parallel master are
+picked as vLLM picks them (vllm_config/network.py).
 """
 
 import os
+from functools import cache
 from typing import Any, Literal, Self, get_args
 
 from pydantic import Field, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from compilation_bridge.vllm_config.env import env_with_choices
-from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, vllm_name
-from compilation_bridge.vllm_config.logs import warning_once
+from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors, qualified_name, vllm_name
+from compilation_bridge.vllm_config.logs import logger, warning_once
+from compilation_bridge.vllm_config.network import get_open_ports_list
 from compilation_bridge.vllm_config.platforms import current_platform
 
 ExpertPlacementStrategy = Literal["linear", "round_robin"]
@@ -58,6 +63,19 @@ _IGNORED_HASH_FACTORS = {
     "_api_process_count",
     "_api_process_rank",
 }
+# What ParallelConfig's __post_init__ asks of get_open_ports_list when data parallelism needs a master port.
+_DP_MASTER_PORTS = 5
+# vLLM's message when Ray cannot be imported (vllm/v1/executor/ray_utils.py), with ImportError's own text.
+_NO_RAY = "Failed to import Ray: No module named 'ray'.Please install Ray with `pip install ray`."
+
+
+@cache
+def _batch_invariant() -> bool:
+    """vLLM's VLLM_BATCH_INVARIANT, which it reads once, when its batch-invariance module is imported."""
+    try:
+        return int(os.getenv("VLLM_BATCH_INVARIANT", "0")) != 0
+    except ValueError:
+        return False
 
 
 @vllm_name("vllm.config.parallel.EPLBConfig")
@@ -196,12 +214,15 @@ class ParallelConfig:
     """
     ray_workers_use_nsight: bool = False
     """Whether to profile Ray workers with nsight, see https://docs.ray.io/en/latest/ray-observability/user-guides/profiling.html#profiling-nsight-profiler."""
-    # Ray objects cannot arrive over the wire; the fields exist so the field set (and repr) is vLLM's.
-    ray_runtime_env: None = None
+    # vLLM types these with Ray's classes, which resolve to Any without Ray: any value is kept as given (and
+    # read only where Ray is found, which is never here).
+    ray_runtime_env: Any | None = None
     """Ray runtime environment to pass to distributed workers."""
-    placement_group: None = None
+    placement_group: Any | None = None
     """ray distributed model workers placement group."""
-    distributed_executor_backend: str | DistributedExecutorBackend | None = None
+    # vLLM's `type[Executor]` resolves to `type[Any]` (a class is accepted, then refused by _verify_args
+    # unless it is an Executor, and no Executor exists here).
+    distributed_executor_backend: str | DistributedExecutorBackend | type[Any] | None = None
     """Backend to use for distributed model workers, either "ray" or "mp"
     (multiprocessing). If the product of pipeline_parallel_size and tensor_parallel_size
     is less than or equal to the number of GPUs available, "mp" will be used to
@@ -329,19 +350,92 @@ class ParallelConfig:
 
     @model_validator(mode="after")
     def _verify_args(self) -> Self:
+        if _batch_invariant():
+            self.disable_custom_all_reduce = True
+        backend = self.distributed_executor_backend
+        if backend is not None and not isinstance(backend, str):
+            # vLLM accepts an Executor subclass here; none exists in this worker, so every class is refused.
+            shown = f"<class '{qualified_name(backend)}'>" if isinstance(backend, type) else backend
+            raise ValueError(
+                f"Unrecognized distributed executor backend {shown}. Supported "
+                "values are 'ray', 'mp' 'uni', 'external_launcher', "
+                " custom Executor subclass or its import path."
+            )
+        if self.use_ray:
+            raise ValueError(_NO_RAY)
         if not current_platform.use_custom_allreduce() or self.nnodes > 1:
             self.disable_custom_all_reduce = True
-        if self.ray_workers_use_nsight and self.distributed_executor_backend != "ray":
+        if self.ray_workers_use_nsight and not self.use_ray:
             raise ValueError("Unable to use nsight profiling unless workers run with Ray.")
         return self
 
     @property
     def world_size_across_dp(self) -> int:
+        """world_size_across_dp is TPxPPxDP, it is the size of the world
+        including data parallelism."""
         return self.world_size * self.data_parallel_size
 
     @property
     def use_ubatching(self) -> bool:
         return self.enable_dbo or self.ubatch_size > 1
+
+    @property
+    def num_ubatches(self) -> int:
+        return 2 if self.enable_dbo else self.ubatch_size
+
+    def get_next_dp_init_port(self) -> int:
+        """
+        We might need to initialize process groups in multiple
+        processes that is related to data parallelism,
+        e.g. both in the worker and in the engine, which
+        can live in different processes. To avoid port conflicts, we
+        pop a new port from the prepared port list each time we need to
+        initialize a new process group related to data parallelism.
+        """
+        if self._data_parallel_master_port_list:
+            return self._data_parallel_master_port_list.pop()
+        answer = self.data_parallel_master_port
+        self.data_parallel_master_port += 1
+        return answer
+
+    # The all_reduce at the end of attention (during o_proj) means that
+    # inputs are replicated across each rank of the tensor parallel group.
+    # If using expert-parallelism with DeepEP All2All ops, replicated
+    # tokens results in useless duplicate computation and communication.
+    #
+    # In this case, ensure the input to the experts is sequence parallel
+    # to avoid the excess work.
+    #
+    # Not needed for pplx-kernels as it can handle duplicate input tokens.
+    @property
+    def use_sequence_parallel_moe(self) -> bool:
+        return (
+            self.all2all_backend
+            in ("allgather_reducescatter", "naive", "deepep_high_throughput", "deepep_low_latency")
+            and self.enable_expert_parallel
+            and self.tensor_parallel_size > 1
+            and self.data_parallel_size > 1
+        )
+
+    @property
+    def node_rank_within_dp(self) -> int:
+        return self.node_rank % self.nnodes_within_dp
+
+    @property
+    def nnodes_within_dp(self) -> int:
+        if self.nnodes == 1:
+            return 1
+        data_parallel_node_size = self.data_parallel_size // self.data_parallel_size_local
+        return self.nnodes // data_parallel_node_size
+
+    @property
+    def local_world_size(self) -> int:
+        return self.world_size // self.nnodes_within_dp
+
+    @property
+    def use_ray(self) -> bool:
+        # vLLM also answers True for an Executor class with `uses_ray`; no such class exists here.
+        return self.distributed_executor_backend == "ray"
 
     def compute_hash(self) -> str:
         return hash_factors(get_hash_factors(self, _IGNORED_HASH_FACTORS))
@@ -363,6 +457,9 @@ class ParallelConfig:
             if self.distributed_executor_backend == "external_launcher":
                 ranks_per_dp = self.world_size // self.data_parallel_size
                 self.data_parallel_rank = int(os.environ["RANK"]) // ranks_per_dp
+            if not self._data_parallel_master_port_list:
+                self._data_parallel_master_port_list = get_open_ports_list(_DP_MASTER_PORTS)
+            self.data_parallel_master_port = self._data_parallel_master_port_list.pop()
             if not 0 <= self.data_parallel_rank < self.data_parallel_size:
                 raise ValueError(
                     f"data_parallel_rank ({self.data_parallel_rank})"
@@ -371,7 +468,11 @@ class ParallelConfig:
         else:
             self._take_data_parallel_settings_from_env()
         self.data_parallel_index = self.data_parallel_rank
+        # vLLM also sets VLLM_ENABLE_V1_MULTIPROCESSING=0 in its process for an external launcher: no config
+        # reads it, and a caller may not change this worker's environment.
         self._default_executor_backend()
+        if self.max_parallel_loading_workers is not None:
+            logger.warning("max_parallel_loading_workers is currently not supported and will be ignored.")
         allowed_backends = ("mp", "uni", "external_launcher")
         if self.distributed_executor_backend not in allowed_backends and self.nnodes > 1:
             raise ValueError(

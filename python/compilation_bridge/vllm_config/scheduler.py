@@ -1,4 +1,9 @@
-"""`SchedulerConfig`: the scheduler limits that size compile ranges and cudagraph captures."""
+"""`SchedulerConfig`: the scheduler limits that size compile ranges and cudagraph captures.
+
+`get_scheduler_cls` answers the qualified name of the scheduler class vLLM would use, never the class: the
+classes live in vLLM's engine, which this worker does not hold, and a class that came back over the wire
+would be a ref no caller can use. The name is what `scheduler_cls` itself takes, so a caller can pass it on.
+"""
 
 from collections.abc import Callable
 from dataclasses import InitVar
@@ -7,11 +12,14 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
-from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
-from compilation_bridge.vllm_config.logs import logger
+from compilation_bridge.vllm_config.hashing import qualified_name, safe_hash, vllm_name
+from compilation_bridge.vllm_config.logs import logger, warning_once
 
 RunnerType = Literal["generate", "pooling", "draft"]
 SchedulerPolicy = Literal["fcfs", "priority"]
+# The classes vLLM 0.14.0's get_scheduler_cls imports when no scheduler_cls is given.
+SCHEDULER = "vllm.v1.core.sched.scheduler.Scheduler"
+ASYNC_SCHEDULER = "vllm.v1.core.sched.async_scheduler.AsyncScheduler"
 
 
 @vllm_name("vllm.config.scheduler.SchedulerConfig")
@@ -91,8 +99,9 @@ class SchedulerConfig:
     (like text tokens TTTT followed by image tokens IIIIIIIIII) where only
     some image tokens can be scheduled (like TTTTIIIII, leaving IIIII),
     it will be scheduled as TTTT in one step and IIIIIIIIII in the next."""
-    # vLLM also accepts a class here; over the wire only a qualified name can arrive, never resolved.
-    scheduler_cls: str = Field(default=None)
+    # A class is accepted as in vLLM (only the config classes this worker hands out can arrive); a name is
+    # never imported.
+    scheduler_cls: str | type[object] = Field(default=None)
     """The scheduler class to use. "vllm.v1.core.sched.scheduler.Scheduler" is
     the default scheduler. Can be a class directly or the path to a class of
     form "mod.custom_class"."""
@@ -121,6 +130,21 @@ class SchedulerConfig:
         kwargs.setdefault("max_model_len", 8192)
         kwargs.setdefault("is_encoder_decoder", False)
         return SchedulerConfig(**kwargs)
+
+    def get_scheduler_cls(self) -> str:
+        """The qualified name of the scheduler class vLLM would use (see the module docstring). A custom
+        name is answered as given once it has the form vLLM's import needs, without importing it: a name
+        vLLM could not import fails only where vLLM's engine starts."""
+        if self.scheduler_cls is None:
+            return ASYNC_SCHEDULER if self.async_scheduling else SCHEDULER
+        warning_once(
+            "Using custom scheduler class %s. This scheduler interface is "
+            "not public and compatibility may not be maintained.",
+            self.scheduler_cls,
+        )
+        if not isinstance(self.scheduler_cls, str):
+            return qualified_name(self.scheduler_cls)
+        return _checked_qualname(self.scheduler_cls)
 
     def compute_hash(self) -> str:
         factors: list[Any] = [self.max_num_batched_tokens]
@@ -179,3 +203,15 @@ class SchedulerConfig:
                 f"{self.max_num_partial_prefills=}."
             )
         return self
+
+
+def _checked_qualname(qualname: str) -> str:
+    """The errors vLLM's `resolve_obj_by_qualname` raises before it imports anything, for a malformed name."""
+    module_name, _obj_name = qualname.rsplit(".", 1)
+    if module_name.startswith("."):
+        raise TypeError(
+            f"the 'package' argument is required to perform a relative import for {module_name!r}"
+        )
+    if not module_name:
+        raise ValueError("Empty module name")
+    return qualname

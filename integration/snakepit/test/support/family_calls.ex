@@ -35,23 +35,11 @@ defmodule RealClient.FamilyCalls do
     {Vllm.PoolingParamsClass, [], [normalize: true]}
   ]
 
-  # Generated getters this worker does not answer as vLLM does, each listed with its reason by the
-  # generated-surface test (tests/surface/test_generated_surface.py): these parallel-execution attributes
-  # are not served yet. (DeviceConfig is not sampled: its one getter, `device`, is vLLM's `torch.device`,
-  # its type string here, a listed departure.)
-  @departures %{
-    Vllm.Config.ParallelConfig => [
-      :_api_process_count,
-      :_api_process_rank,
-      :_data_parallel_master_port_list,
-      :local_world_size,
-      :nnodes_within_dp,
-      :node_rank_within_dp,
-      :num_ubatches,
-      :use_ray,
-      :use_sequence_parallel_moe
-    ]
-  }
+  # Generated getters this worker does not answer as vLLM does, by module, each listed with its reason
+  # by the generated-surface test (tests/surface/test_generated_surface.py): none among these classes.
+  # (DeviceConfig is not sampled: its one getter, `device`, is vLLM's `torch.device`, its type string
+  # here, a listed departure.)
+  @departures %{}
 
   # Getters whose Python attribute is not their Elixir name (SnakeBridge lowercases class constants).
   @python_names %{

@@ -87,6 +87,50 @@ defmodule Vllm.Config.ParallelConfig do
   end
 
   @doc """
+  Python method `ParallelConfig._skip_none_validation`.
+
+  ## Parameters
+
+  - `value` (term())
+  - `handler` (term())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _skip_none_validation(SnakeBridge.Ref.t(), term(), term(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _skip_none_validation(ref, value, handler, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_skip_none_validation, [value, handler], opts)
+  end
+
+  @doc """
+  Python method `ParallelConfig._validate_parallel_config`.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _validate_parallel_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _validate_parallel_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_validate_parallel_config, [], opts)
+  end
+
+  @doc """
+  Python method `ParallelConfig._verify_args`.
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _verify_args(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _verify_args(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_verify_args, [], opts)
+  end
+
+  @doc """
   Python method `ParallelConfig.compute_hash`.
 
   ## Returns
@@ -97,6 +141,41 @@ defmodule Vllm.Config.ParallelConfig do
           {:ok, String.t()} | {:error, Snakepit.Error.t()}
   def compute_hash(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :compute_hash, [], opts)
+  end
+
+  @doc """
+  We might need to initialize process groups in multiple
+
+  processes that is related to data parallelism,
+  e.g. both in the worker and in the engine, which
+  can live in different processes. To avoid port conflicts, we
+  pop a new port from the prepared port list each time we need to
+  initialize a new process group related to data parallelism.
+
+  ## Returns
+
+  - `integer()`
+  """
+  @spec get_next_dp_init_port(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, integer()} | {:error, Snakepit.Error.t()}
+  def get_next_dp_init_port(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_next_dp_init_port, [], opts)
+  end
+
+  @spec _api_process_count(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _api_process_count(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :_api_process_count)
+  end
+
+  @spec _api_process_rank(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _api_process_rank(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :_api_process_rank)
+  end
+
+  @spec _data_parallel_master_port_list(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _data_parallel_master_port_list(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :_data_parallel_master_port_list)
   end
 
   @spec all2all_backend(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -246,6 +325,11 @@ defmodule Vllm.Config.ParallelConfig do
     SnakeBridge.Runtime.get_attr(ref, :is_moe_model)
   end
 
+  @spec local_world_size(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def local_world_size(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :local_world_size)
+  end
+
   @spec master_addr(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def master_addr(ref) do
     SnakeBridge.Runtime.get_attr(ref, :master_addr)
@@ -267,9 +351,24 @@ defmodule Vllm.Config.ParallelConfig do
     SnakeBridge.Runtime.get_attr(ref, :nnodes)
   end
 
+  @spec nnodes_within_dp(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def nnodes_within_dp(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :nnodes_within_dp)
+  end
+
   @spec node_rank(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def node_rank(ref) do
     SnakeBridge.Runtime.get_attr(ref, :node_rank)
+  end
+
+  @spec node_rank_within_dp(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def node_rank_within_dp(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :node_rank_within_dp)
+  end
+
+  @spec num_ubatches(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def num_ubatches(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :num_ubatches)
   end
 
   @spec pipeline_parallel_size(SnakeBridge.Ref.t()) ::
@@ -318,6 +417,17 @@ defmodule Vllm.Config.ParallelConfig do
   @spec ubatch_size(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def ubatch_size(ref) do
     SnakeBridge.Runtime.get_attr(ref, :ubatch_size)
+  end
+
+  @spec use_ray(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def use_ray(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :use_ray)
+  end
+
+  @spec use_sequence_parallel_moe(SnakeBridge.Ref.t()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def use_sequence_parallel_moe(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :use_sequence_parallel_moe)
   end
 
   @spec use_ubatching(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}

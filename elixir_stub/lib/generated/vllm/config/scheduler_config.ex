@@ -57,6 +57,24 @@ defmodule Vllm.Config.SchedulerConfig do
   end
 
   @doc """
+  Python method `SchedulerConfig._skip_none_validation`.
+
+  ## Parameters
+
+  - `value` (term())
+  - `handler` (term())
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec _skip_none_validation(SnakeBridge.Ref.t(), term(), term(), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def _skip_none_validation(ref, value, handler, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_skip_none_validation, [value, handler], opts)
+  end
+
+  @doc """
   Python method `SchedulerConfig.compute_hash`.
 
   ## Returns
@@ -80,6 +98,22 @@ defmodule Vllm.Config.SchedulerConfig do
           {:ok, term()} | {:error, Snakepit.Error.t()}
   def default_factory(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :default_factory, [], opts)
+  end
+
+  @doc """
+  The qualified name of the scheduler class vLLM would use (see the module docstring). A custom
+
+  name is answered as given once it has the form vLLM's import needs, without importing it: a name
+  vLLM could not import fails only where vLLM's engine starts.
+
+  ## Returns
+
+  - `String.t()`
+  """
+  @spec get_scheduler_cls(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, String.t()} | {:error, Snakepit.Error.t()}
+  def get_scheduler_cls(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :get_scheduler_cls, [], opts)
   end
 
   @doc """
