@@ -369,6 +369,7 @@ GETTERS: dict[str, tuple[str, ...]] = {
         "suffix_decoding_min_token_prob",
         "target_model_config",
         "target_parallel_config",
+    ),
     "ParallelConfig": (
         "_api_process_count",
         "_api_process_rank",

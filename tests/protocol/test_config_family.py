@@ -147,6 +147,8 @@ GENERATED["SpeculativeConfig"] = (  # n-gram: the methods needing a model are pr
         "_verify_args": [],
         "compute_hash": [],
         "use_eagle": [],
+    },
+)
 GENERATED["ParallelConfig"] = (  # ports given: vLLM would pick free ones, different on each side
     {
         "tensor_parallel_size": 2,
@@ -429,6 +431,8 @@ def test_model_config_serves_every_generated_function(dispatcher: Dispatcher) ->
     for refused in ("registry", "maybe_pull_model_tokenizer_for_runai"):
         fields = {"call_type": "get_attr", "attr": refused, "function": refused, "instance": ref_of(ref)}
         assert not dispatcher.execute("snakebridge.call", payload("S", **fields), "w").success, refused
+
+
 @pytest.mark.parametrize(
     "function", ["stateless_init_dp_group", "has_unfinished_dp", "sync_kv_cache_memory_size"]
 )
