@@ -29,8 +29,8 @@ from compilation_bridge.vllm_config import (
     ParallelConfig,
     PoolerConfig,
     ProfilerConfig,
-    SpeculativeConfig,
     SchedulerConfig,
+    SpeculativeConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
 )

@@ -1,6 +1,6 @@
 """`EngineArgs` over the wire, in-process, as an Elixir caller reaches it without generated bindings
 (SnakeBridge's dynamic call, naming vLLM's module and class): the arguments come back as a ref, whose
-`create_engine_config` (with a `UsageContext` member made the same way) returns a `VllmConfig` ref whose
+`create_engine_config` (with a `UsageContext` member, which travels as its string) returns a `VllmConfig` ref whose
 sub-configs read as the same call made here; refusals arrive as errors and the worker keeps serving."""
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def test_engine_args_create_a_vllm_config_read_back_through_refs(dispatcher: Dis
     args = dynamic(dispatcher, module, "EngineArgs", model=MODEL, max_model_len=256, enable_lora=True)
     assert args["type_name"] == "EngineArgs"
     usage = dynamic(dispatcher, "vllm.usage.usage_lib", "UsageContext", "LLM_CLASS")
+    assert usage == "LLM_CLASS"  # a str enum's member travels as its string, and names it when sent back
     fields = {"call_type": "method", "function": "create_engine_config", "instance": ref_of(args)}
-    config = call(dispatcher, args=[ref_of(usage)], **fields)
+    config = call(dispatcher, args=[usage], **fields)
     assert config["type_name"] == "VllmConfig"
 
     local = EngineArgs(model=MODEL, max_model_len=256, enable_lora=True).create_engine_config(

@@ -378,6 +378,7 @@ class EngineArgs:
 
         NOTE: If VllmConfig is incompatible, we raise an error.
         """
+        usage_context = _usage_context(usage_context)
         device_config = DeviceConfig(device=current_platform.device_type)
         self._speculators_override()
 
@@ -878,8 +879,6 @@ class EngineArgs:
             self.max_num_batched_tokens = min(
                 self.max_num_seqs * model_config.max_model_len, self.max_num_batched_tokens
             )
-            # vLLM formats this debug line's arguments whatever the log level: a usage context that is not a
-            # UsageContext (a plain string) fails there, as it does in vLLM.
             _log_default("max_num_batched_tokens", self.max_num_batched_tokens, usage_context)
 
         if orig_max_num_seqs is None:
@@ -945,6 +944,14 @@ def _warn_unknown_kv_algo(kv_algo: Any) -> None:
         f"{kv_algo}",
         list(MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP.keys()),
     )
+
+
+def _usage_context(usage_context: UsageContext | str | None) -> UsageContext | None:
+    """A member of UsageContext (a str enum) reaches this worker over the wire as its string, so a string
+    names the member here (vLLM, given a plain string, fails formatting its debug line)."""
+    if usage_context is None or isinstance(usage_context, UsageContext):
+        return usage_context
+    return UsageContext(usage_context)
 
 
 def _log_default(name: str, value: int, usage_context: UsageContext | None) -> None:

@@ -69,6 +69,7 @@ defmodule RealClient.EngineCalls do
 
   defp usage_context(nil), do: {:ok, []}
 
+  # A member of vLLM's str enum comes back as its string, which names it when passed in.
   defp usage_context(name) do
     with {:ok, member} <- SnakeBridge.Runtime.call("vllm.usage.usage_lib", "UsageContext", [name]),
          do: {:ok, [member]}
