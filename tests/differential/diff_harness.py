@@ -305,6 +305,7 @@ CONFIG_CATEGORIES = (
     "SpeculativeConfig",
     "ParallelConfig",
     "SchedulerConfig",
+    "EngineArgs",
 )
 
 
