@@ -32,6 +32,7 @@ MODELS = Path(__file__).resolve().parent / "models"
 EAGLE_HEAD = str(MODELS / "tiny-eagle-llama")  # "eagle-" in its name: detected as an EAGLE head
 EAGLE3_HEAD = str(MODELS / "tiny-llama-eagle3")
 DEEPSEEK = str(MODELS / "tiny-deepseek-v3")
+MEDUSA = str(MODELS / "tiny-medusa")
 CHUNKED = str(MODELS / "tiny-llama-chunked")  # chunked local attention (attention_chunk_size)
 # The model configs it holds: compared through what they expose, not whole (their Hugging Face config
 # is a transformers object in vLLM, a dict here).
@@ -212,6 +213,10 @@ CASES: list[dict[str, Any]] = [
     },
     {"model": DEEPSEEK, "target_model_config": target(DEEPSEEK), "target_parallel_config": parallel()},
     {"method": "mtp", "num_speculative_tokens": 2, **with_target()},
+    # A Medusa head, detected by its config's model type (every key spelled out: transformers' config
+    # classes' defaults are not filled in here, a listed departure)
+    {"model": MEDUSA, "num_speculative_tokens": 3, **with_target()},
+    {"model": MEDUSA, "num_speculative_tokens": 2, **with_target(tp=2)},
     {
         "method": "eagle3",
         "model": EAGLE3_HEAD,

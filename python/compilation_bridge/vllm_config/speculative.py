@@ -105,6 +105,12 @@ def _model_type(hf_config: Any) -> Any:
     return _attr(hf_config, "model_type")
 
 
+def _is_part_of(model_type: Any, text: str) -> bool:
+    """vLLM's `model_type in ("...")`: a substring test (the parentheses make no tuple). A config without
+    a model type never reaches it in vLLM (transformers refuses to load one), so it matches nothing here."""
+    return isinstance(model_type, str) and bool(model_type) and model_type in text
+
+
 def _eagle_hf_config(base: dict[str, Any], method: str) -> dict[str, Any]:
     """What vLLM's `EAGLEConfig(base, method=method, model_type="eagle")` holds: the base model's keys,
     the base config under "model", and the base architectures renamed to the EAGLE heads'."""
@@ -244,7 +250,7 @@ class SpeculativeConfig:
         initial_architecture = _attr(hf_config, "architectures")[0]
         if _model_type(hf_config) in ("deepseek_v3", "deepseek_v32"):
             hf_config["model_type"] = "deepseek_mtp"
-        if _model_type(hf_config) in ("pangu_ultra_moe"):  # a substring test, as in vLLM
+        if _is_part_of(_model_type(hf_config), "pangu_ultra_moe"):
             hf_config["model_type"] = "pangu_ultra_moe_mtp"
         for model_type, architecture in _MTP_RENAMES:
             if _model_type(hf_config) == model_type:
@@ -406,7 +412,7 @@ class SpeculativeConfig:
                     "multiple times of forward on same MTP layer"
                     ",which may result in lower acceptance rate"
                 )
-        elif model_type in ("longcat_flash_mtp"):  # a substring test, as in vLLM
+        elif _is_part_of(model_type, "longcat_flash_mtp"):
             self.method = "longcat_flash_mtp"
             if self.num_speculative_tokens > 1:
                 logger.warning(
