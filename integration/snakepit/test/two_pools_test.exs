@@ -20,6 +20,7 @@ defmodule RealClient.TwoPoolsTest do
   @vllm_call [__runtime__: [pool_name: :vllm, timeout: 120_000]]
 
   setup_all do
+    require_server_packages!()
     config = Pool.start!(RealClient.Recipes.config!(:two_pools))
     on_exit(fn -> Pool.stop() end)
     {:ok, config: config, instance: config[:snakepit][:instance_name]}
@@ -102,6 +103,21 @@ defmodule RealClient.TwoPoolsTest do
     assert Pool.eventually(fn -> not Enum.any?(workers, &Pool.alive?/1) end, 10_000)
     assert Pool.worker_pids(instance) == []
     Pool.start!(config)
+  end
+
+  # Without them the :vllm worker dies at start and Snakepit only says that the pool did not come up.
+  defp require_server_packages! do
+    python = Path.join(VllmOracle.venv(), "bin/python")
+    check = "import grpc, google.protobuf, vllm"
+
+    case System.cmd(python, ["-c", check], stderr_to_stdout: true) do
+      {_, 0} ->
+        :ok
+
+      {out, _} ->
+        raise "#{python} lacks what Snakepit's own server needs beside vLLM " <>
+                "(bash scripts/setup_oracle.sh installs tests/oracle/requirements.txt): #{out}"
+    end
   end
 
   defp sampling_params_call(function),
