@@ -7,7 +7,9 @@
 # one place: $REALCLIENT_KIT when set, otherwise `shared/realclient` beside this checkout
 # (../shared/realclient); nothing else is searched, so no stray folder's script is ever run. Without a kit
 # it fetches the packages from hex as any user would, with the `mix` on PATH (Elixir 1.18 or later and
-# Hex). Needs .venv and .oracle-venv (scripts/test.sh builds both).
+# Hex). Needs .venv and .oracle-venv with every pin of tests/oracle/requirements.txt (scripts/test.sh builds
+# both; scripts/setup_oracle.sh brings an older .oracle-venv up to the pins): the two-pool test runs
+# Snakepit's own Python server on the oracle's interpreter, which needs its grpcio and protobuf.
 #
 # Usage: scripts/realclient_test.sh [mix test arguments]
 #        scripts/realclient_test.sh --prepare   (build and compile everything, run no test)

@@ -1,14 +1,16 @@
 defmodule RealClient.ReadmeRecipe do
   @moduledoc """
   The README's Snakepit recipes, read from the README itself: the suite runs exactly what a user copies,
-  so it fails as soon as the README's text breaks. Only the two install paths the README uses as examples
-  are replaced by this checkout and a cache folder of the test's own.
+  so it fails as soon as the README's text breaks. Only the install paths the README uses as examples
+  are replaced: this checkout, a cache folder of the test's own, and the vLLM environment of the two-pool
+  recipe by the oracle's (`RealClient.VllmOracle.venv/0`, vLLM 0.14.0's CPU build).
   """
 
   @repo_root Path.expand("../../../..", __DIR__)
   @readme Path.join(@repo_root, "README.md")
   @install_path "/opt/compilation-bridge"
   @cache_path "/var/cache/compilation-bridge"
+  @vllm_venv_path "/opt/vllm-venv"
 
   def repo_root, do: @repo_root
 
@@ -27,6 +29,7 @@ defmodule RealClient.ReadmeRecipe do
         code
         |> String.replace(@install_path, @repo_root)
         |> String.replace(@cache_path, cache_root)
+        |> String.replace(@vllm_venv_path, RealClient.VllmOracle.venv())
 
       nil ->
         raise "README.md has no elixir block after <!-- recipe: #{name} -->"

@@ -1,5 +1,5 @@
 defmodule RealClient.Recipes do
-  @moduledoc "The two README recipes as Snakepit configurations for this checkout."
+  @moduledoc "The README recipes as Snakepit configurations for this checkout."
 
   alias RealClient.ReadmeRecipe
 
@@ -21,5 +21,11 @@ defmodule RealClient.Recipes do
   def config!(:adapter) do
     ReadmeRecipe.compile_module!("adapter-module", MyApp.CompilationBridgeAdapter)
     ReadmeRecipe.config!("adapter-config", cache_root())
+  end
+
+  # This worker as :default (the launcher), and Snakepit's own server with vLLM as :vllm.
+  def config!(:two_pools) do
+    ReadmeRecipe.compile_module!("two-pools-adapter", MyApp.VllmPythonAdapter)
+    ReadmeRecipe.config!("two-pools", cache_root())
   end
 end

@@ -9,9 +9,12 @@ defmodule RealClient.VllmOracle do
 
   @script Path.expand("vllm_expectations.py", __DIR__)
 
+  @doc "The oracle's environment: vLLM 0.14.0 (CPU build), and what Snakepit's own Python server needs."
+  def venv,
+    do: Path.expand(System.get_env("ORACLE_VENV") || ".oracle-venv", ReadmeRecipe.repo_root())
+
   def answers!(calls) do
-    venv = System.get_env("ORACLE_VENV") || Path.join(ReadmeRecipe.repo_root(), ".oracle-venv")
-    python = Path.join(venv, "bin/python")
+    python = Path.join(venv(), "bin/python")
 
     unless File.exists?(python) do
       raise "no vLLM oracle at #{python}: bash scripts/setup_oracle.sh builds it"
