@@ -1,7 +1,8 @@
 """`EngineArgs` over the wire, in-process, as an Elixir caller reaches it without generated bindings
 (SnakeBridge's dynamic call, naming vLLM's module and class): the arguments come back as a ref, whose
-`create_engine_config` (with a `UsageContext` member, which travels as its string) returns a `VllmConfig` ref whose
-sub-configs read as the same call made here; refusals arrive as errors and the worker keeps serving."""
+`create_engine_config` (with a `UsageContext` member, which travels as its string) returns a `VllmConfig`
+ref whose sub-configs read as the same call made here; refusals arrive as errors and the worker keeps
+serving."""
 
 from __future__ import annotations
 
