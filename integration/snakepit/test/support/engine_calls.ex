@@ -12,22 +12,34 @@ defmodule RealClient.EngineCalls do
 
   # The model the worker ships (a config.json only), named by its path so vLLM reads the same folder.
   def model,
-    do: Path.join(RealClient.ReadmeRecipe.repo_root(), "python/compilation_bridge/vllm_config/models/tiny-llama")
+    do:
+      Path.join(
+        RealClient.ReadmeRecipe.repo_root(),
+        "python/compilation_bridge/vllm_config/models/tiny-llama"
+      )
 
   defp cases do
     [
       {[model: model()], nil},
       {[model: model()], "LLM_CLASS"},
       {[model: model(), max_model_len: 256, enable_chunked_prefill: false], "OPENAI_API_SERVER"},
-      {[model: model(), tensor_parallel_size: 2, enable_lora: true, compilation_config: %{"mode" => 3}],
-       "LLM_CLASS"},
+      {[
+         model: model(),
+         tensor_parallel_size: 2,
+         enable_lora: true,
+         compilation_config: %{"mode" => 3}
+       ], "LLM_CLASS"},
       {[model: model(), max_num_partial_prefills: 2], nil}
     ]
   end
 
   # {getter on the VllmConfig, then the generated module and getter of what it returns}
+  # (The VllmConfig's own hash takes ModelConfig's, which in vLLM hashes the transformers config object:
+  # a listed departure, docs/configuration.md. Its sub-configs' hashes are read instead.)
   @reads [
-    {:compute_hash, nil, nil},
+    {:cache_config, CacheConfig, :compute_hash},
+    {:parallel_config, ParallelConfig, :compute_hash},
+    {:scheduler_config, SchedulerConfig, :compute_hash},
     {:scheduler_config, SchedulerConfig, :max_num_batched_tokens},
     {:scheduler_config, SchedulerConfig, :max_num_seqs},
     {:scheduler_config, SchedulerConfig, :enable_chunked_prefill},
@@ -46,12 +58,16 @@ defmodule RealClient.EngineCalls do
   def table, do: for({kwargs, usage} <- cases(), read <- @reads, do: {kwargs, usage, read})
 
   def python_call({kwargs, usage, {first, _module, second}}) do
-    usage_arg = if usage, do: [%{"enum" => "vllm.usage.usage_lib.UsageContext", "name" => usage}], else: []
+    usage_arg =
+      if usage, do: [%{"enum" => "vllm.usage.usage_lib.UsageContext", "name" => usage}], else: []
 
     %{
       "module" => "vllm.engine.arg_utils",
       "cls" => "EngineArgs",
-      "new" => %{"args" => [], "kwargs" => Map.new(kwargs, fn {k, v} -> {Atom.to_string(k), v} end)},
+      "new" => %{
+        "args" => [],
+        "kwargs" => Map.new(kwargs, fn {k, v} -> {Atom.to_string(k), v} end)
+      },
       "function" => "create_engine_config",
       "args" => usage_arg,
       "then" => Enum.map(Enum.reject([first, second], &is_nil/1), &Atom.to_string/1)
@@ -71,10 +87,12 @@ defmodule RealClient.EngineCalls do
 
   # A member of vLLM's str enum comes back as its string, which names it when passed in.
   defp usage_context(name) do
-    with {:ok, member} <- SnakeBridge.Runtime.call("vllm.usage.usage_lib", "UsageContext", [name]),
+    with {:ok, member} <-
+           SnakeBridge.Runtime.call("vllm.usage.usage_lib", "UsageContext", [name]),
          do: {:ok, [member]}
   end
 
   def describe({kwargs, usage, {first, _module, second}}),
-    do: "EngineArgs(#{inspect(kwargs)}).create_engine_config(#{inspect(usage)}) |> #{first} |> #{second}"
+    do:
+      "EngineArgs(#{inspect(kwargs)}).create_engine_config(#{inspect(usage)}) |> #{first} |> #{second}"
 end

@@ -35,11 +35,17 @@ defmodule RealClient.FamilyCalls do
     {Vllm.PoolingParamsClass, [], [normalize: true]}
   ]
 
-  # Generated getters this worker does not answer as vLLM does, by module, each listed with its reason
-  # by the generated-surface test (tests/surface/test_generated_surface.py): none among these classes.
+  # Generated getters this worker does not answer as vLLM does, by module, each with its reason (listed
+  # by the generated-surface test, tests/surface/test_generated_surface.py, or docs/configuration.md).
   # (DeviceConfig is not sampled: its one getter, `device`, is vLLM's `torch.device`, its type string
   # here, a listed departure.)
-  @departures %{}
+  @departures %{
+    # torch dtypes: config work never imports torch, so a dtype is this worker's own class (same repr,
+    # its type named `DType` where torch's is `dtype`); `registry` is vLLM's registry object, not served.
+    Vllm.Config.ModelConfig => [:dtype, :head_dtype, :registry],
+    # the creation time in nanoseconds, different on each side
+    Vllm.Config.VllmConfig => [:instance_id, :needs_dp_coordinator, :quant_config]
+  }
 
   # Getters whose Python attribute is not their Elixir name (SnakeBridge lowercases class constants).
   @python_names %{
@@ -47,10 +53,22 @@ defmodule RealClient.FamilyCalls do
     default_max_num_seqs: "DEFAULT_MAX_NUM_SEQS"
   }
 
-  def modules, do: Enum.map(@classes, &elem(&1, 0))
+  # Classes built from a model folder (the one the worker ships, named by its path so vLLM reads it too)
+  # or around one, and the engine config itself.
+  defp classes do
+    @classes ++
+      [
+        {Vllm.Config.ModelConfig, [], [model: RealClient.EngineCalls.model()]},
+        {Vllm.Config.SpeculativeConfig, [],
+         [method: "ngram", num_speculative_tokens: 3, prompt_lookup_max: 4]},
+        {Vllm.Config.VllmConfig, [], []}
+      ]
+  end
+
+  def modules, do: Enum.map(classes(), &elem(&1, 0))
 
   def table do
-    for {module, args, kwargs} <- @classes,
+    for {module, args, kwargs} <- classes(),
         getter <- getters(module),
         getter not in Map.get(@departures, module, []),
         do: {module, args, kwargs, getter}

@@ -18,8 +18,15 @@ defmodule RealClient.RecipeCase do
 
       setup_all do
         config = RealClient.Recipes.config!(@recipe)
-        # The one test-only addition: compilation_bridge.testing (sleep) for the timeout test.
-        config = Pool.start!(config, %{"COMPILATION_BRIDGE_TEST_HOOKS" => "1"})
+        # The test-only additions: compilation_bridge.testing (sleep) for the timeout test, and the
+        # CPU KV cache size, which the CPU platform takes from the machine's memory unless told (vLLM
+        # and this worker plan for different hosts): told, as vLLM is (RealClient.VllmOracle).
+        config =
+          Pool.start!(config, %{
+            "COMPILATION_BRIDGE_TEST_HOOKS" => "1",
+            "VLLM_CPU_KVCACHE_SPACE" => "4"
+          })
+
         on_exit(fn -> Pool.stop() end)
         {:ok, config: config, instance: config[:snakepit][:instance_name]}
       end
@@ -67,7 +74,9 @@ defmodule RealClient.RecipeCase do
                 "#{RealClient.EngineCalls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
 
         assert mismatches == [], Enum.join(mismatches, "\n")
-        assert Enum.any?(expected, &Map.has_key?(&1, "error")), "a refused argument set is compared too"
+
+        assert Enum.any?(expected, &Map.has_key?(&1, "error")),
+               "a refused argument set is compared too"
       end
 
       test "the README's first calls run as shown" do

@@ -27,7 +27,7 @@ defmodule RealClient.VllmOracle do
 
     {out, status} =
       System.cmd("sh", ["-c", ~s(exec "$0" "$1" < "$2" 2> "$3"), python, @script, input, log],
-        env: [{"PYTHONHASHSEED", "0"}]
+        env: [{"PYTHONHASHSEED", "0"}, {"VLLM_CPU_KVCACHE_SPACE", "4"}]
       )
 
     if status != 0, do: raise("vLLM oracle failed (#{status}): #{File.read!(log)}")
