@@ -257,8 +257,10 @@ def model_roots_setting() -> tuple[Path, ...]:
     return _resolved_paths(os.environ.get(MODEL_ROOTS_ENV, ""))
 
 
+@functools.lru_cache(maxsize=16)
 def _resolved_paths(text: str) -> tuple[Path, ...]:
-    """An `os.pathsep`-separated list of folders, each resolved (`~` expanded, symlinks followed)."""
+    """An `os.pathsep`-separated list of folders, each resolved (`~` expanded, symlinks followed); once
+    per value of the setting (every model file read checks its path against these roots)."""
     return tuple(Path(p).expanduser().resolve() for p in text.split(os.pathsep) if p)
 
 

@@ -27,10 +27,17 @@ MODEL = Path(__file__).resolve().parents[1] / "vllm_config" / "models" / "tiny-l
 OURS = ("compilation_bridge.vllm_config.engine_args", "compilation_bridge.vllm_config.usage")
 VLLMS = ("vllm.engine.arg_utils", "vllm.usage.usage_lib")
 
-# The timing program, run by each side's interpreter: argv = args module, usage module, model, iterations.
+# The timing program, run by each side's interpreter: argv = args module, usage module, model, iterations,
+# and which side it is: each selects the CPU platform (an install of vLLM's GPU wheel beside a CPU torch,
+# as the differential tests' environment is, detects no platform by itself).
 PROGRAM = r"""
 import importlib, json, statistics, sys, time
 start = time.perf_counter()
+if sys.argv[5] == "vllm":  # vLLM's CPU platform, as a CPU build of vLLM selects it by itself
+    platforms = importlib.import_module("vllm.platforms")
+    platforms._current_platform = importlib.import_module("vllm.platforms.cpu").CpuPlatform()
+else:  # ours plans for the CPU too, whatever this machine's torch
+    importlib.import_module("compilation_bridge.vllm_config.platforms").set_platform("cpu")
 engine_args = importlib.import_module(sys.argv[1]).EngineArgs
 usage = importlib.import_module(sys.argv[2]).UsageContext.LLM_CLASS
 imported = time.perf_counter()
@@ -57,10 +64,11 @@ def default_vllm_python() -> Path:
     return Path(os.environ.get("ORACLE_VENV", ".oracle-venv")) / "bin" / "python"
 
 
-def time_side(python: str, modules: tuple[str, str], iterations: int) -> dict[str, float]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+def time_side(python: str, modules: tuple[str, str], iterations: int, setup: str) -> dict[str, float]:
+    # Both plan for the CPU platform with the same KV cache space (vLLM sizes it from the machine).
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0", "VLLM_CPU_KVCACHE_SPACE": "4"}
     out = subprocess.run(
-        [python, "-c", PROGRAM, *modules, str(MODEL), str(iterations)],
+        [python, "-c", PROGRAM, *modules, str(MODEL), str(iterations), setup],
         capture_output=True,
         text=True,
         env=env,
@@ -78,8 +86,8 @@ def measure(iterations: int = 50, vllm_python: Path | None = None) -> dict[str, 
     python = vllm_python or default_vllm_python()
     if not python.exists():
         return {"skipped": f"no interpreter with vLLM at {python} (bash scripts/setup_oracle.sh builds one)"}
-    ours = time_side(sys.executable, OURS, iterations)
-    vllm = time_side(str(python), VLLMS, iterations)
+    ours = time_side(sys.executable, OURS, iterations, "ours")
+    vllm = time_side(str(python), VLLMS, iterations, "vllm")
     return {
         "iterations": iterations,
         "ours": ours,

@@ -11,6 +11,7 @@ sentence-transformers files (`modules.json`, its pooling and dense layers' `conf
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -33,8 +34,13 @@ SEQ_POOLING_TYPES = ("CLS", "LAST", "MEAN")
 TOK_POOLING_TYPES = ("ALL", "STEP")
 
 
+@functools.cache
+def _bundled_root() -> Path:
+    return BUNDLED_MODELS.resolve()
+
+
 def readable_roots() -> list[Path]:
-    return [BUNDLED_MODELS.resolve(), *get_settings().allowed_roots, *model_roots_setting()]
+    return [_bundled_root(), *get_settings().allowed_roots, *model_roots_setting()]
 
 
 def _folder(model: str) -> Path:
