@@ -346,6 +346,7 @@ class SpeculativeConfig:
         if self.method in ("eagle", "eagle3") and _model_type(draft.hf_config) != "eagle":
             # vLLM wraps the head's config in its EAGLEConfig; hf_text_config keeps the base one.
             draft.hf_config = _eagle_hf_config(draft.hf_config, self.method)
+            draft.model_arch_config = draft.get_model_arch_config()  # as vLLM: the facts of the new config
         if self.num_speculative_tokens is not None and "num_lookahead_tokens" in draft.hf_config:
             draft.hf_config["num_lookahead_tokens"] = self.num_speculative_tokens
         self._settle_token_count(draft.hf_config.get("n_predict"))
@@ -386,6 +387,7 @@ class SpeculativeConfig:
         draft.hf_overrides = SpeculativeConfig.hf_config_override
         SpeculativeConfig.hf_config_override(draft.hf_config)
         # vLLM resolves the architecture from the overridden config (an MTP layer's, not its model's).
+        draft.model_arch_config = draft.get_model_arch_config()
         draft._architecture = draft.architecture if not draft.architectures else draft.architectures[0]
         return draft
 
