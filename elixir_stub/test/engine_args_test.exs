@@ -6,7 +6,7 @@ defmodule CompilationBridge.EngineArgsTest do
   use ExUnit.Case, async: true
 
   alias SnakeBridge.Ref
-  alias Vllm.Config.{SchedulerConfig, VllmConfig}
+  alias Vllm.Config.{ModelConfig, SchedulerConfig, VllmConfig}
 
   test "EngineArgs |> create_engine_config plans a VllmConfig, resolving defaults into the arguments" do
     assert {:ok, args} = Vllm.EngineArgs.new([], model: "tiny-llama", max_model_len: 256)
@@ -15,8 +15,9 @@ defmodule CompilationBridge.EngineArgsTest do
     assert {:ok, %Ref{type_name: "VllmConfig"} = config} =
              Vllm.EngineArgs.create_engine_config(args, [usage])
 
+    assert {:ok, model} = VllmConfig.model_config(config)
+    assert {:ok, 256} = ModelConfig.max_model_len(model)
     assert {:ok, scheduler} = VllmConfig.scheduler_config(config)
-    assert {:ok, 256} = SchedulerConfig.max_model_len(scheduler)
     assert {:ok, tokens} = SchedulerConfig.max_num_batched_tokens(scheduler)
     assert {:ok, ^tokens} = Vllm.EngineArgs.max_num_batched_tokens(args)
     assert {:ok, true} = Vllm.EngineArgs.enable_chunked_prefill(args)
