@@ -45,6 +45,8 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     "vllm_config/platforms.py": ("VLLM_*",),
     "vllm_config/model.py": ("VLLM_*",),
     "vllm_config/attention.py": ("VLLM_*",),
+    "vllm_config/network.py": ("VLLM_PORT", "VLLM_DP_MASTER_PORT"),
+    "vllm_config/engine_args.py": ("VLLM_RAY_DP_PACK_STRATEGY",),
 }
 
 ENV_ATTRIBUTES = {"environ", "environb", "getenv", "getenvb"}

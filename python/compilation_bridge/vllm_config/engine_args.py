@@ -14,6 +14,7 @@ speculators-format checkpoint is refused instead of rewritten (see `_speculators
 from __future__ import annotations
 
 import copy
+import os
 import platform
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any
@@ -981,9 +982,8 @@ def _is_online_quantization(quantization: Any) -> bool:
 
 
 def _ray_dp_pack_strategy() -> str:
-    import os
-
-    return os.environ.get("VLLM_RAY_DP_PACK_STRATEGY", "strict").lower()
+    """vLLM's `envs.VLLM_RAY_DP_PACK_STRATEGY`."""
+    return os.getenv("VLLM_RAY_DP_PACK_STRATEGY", "strict")
 
 
 def _raise_unsupported_error(feature_name: str) -> None:
