@@ -122,22 +122,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         "master's address and port), which belongs to vLLM's engine: the worker refuses them by name, "
         "saying so (surface/catalog.py, CONFIG_REFUSED)",
     ),
-    ("vllm.config", "VllmConfig"): (
-        (
-            "_apply_optimization_level_defaults",
-            "_get_quantization_config",
-            "_set_compile_ranges",
-            "_set_config_default",
-            "_set_cudagraph_sizes",
-            "enable_trace_function_call_for_thread",
-            "get_quantization_config",
-            "needs_dp_coordinator",
-            "quant_config",
-            "try_verify_and_update_config",
-            "with_hf_config",
-        ),
-        PARTLY,
-    ),
 }
 NOT_SERVED_FUNCTIONS = {
     (module, cls, name): reason
