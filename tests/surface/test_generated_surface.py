@@ -69,7 +69,6 @@ NEEDS_A_TOKENIZER: tuple[tuple[str, ...], str] = (
     "none; the bad words' token ids it computes are served once set",
 )
 # Functions of served classes and modules that are not served, by owner: the names, and why.
-PARTLY = "not served yet: the class is served, these functions of it are still to be proven against vLLM"
 NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("vllm.config", ""): (
         (
