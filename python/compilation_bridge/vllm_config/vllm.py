@@ -1,8 +1,10 @@
-"""`VllmConfig`: the compilation-relevant part of vLLM 0.14.0's engine config.
+"""`VllmConfig`: vLLM 0.14.0's engine config.
 
-`__post_init__` follows vLLM's order step by step wherever a step touches compilation (mode and
-cudagraph defaults, optimization-level defaults, cudagraph sizes, compile ranges, the platform's
-update, splitting ops). Like vLLM it keeps and mutates the CompilationConfig it is given.
+`__post_init__` follows vLLM's order step by step (the model-specific updates, the sub-configs' checks,
+mode and cudagraph defaults, optimization-level defaults, cudagraph sizes, compile ranges, the platform's
+update, splitting ops). Like vLLM it keeps and mutates the sub-configs it is given. Where vLLM answers
+with objects of its engine (the quantization kernel's config, a function tracer) the worker refuses, saying
+why (docs/configuration.md).
 """
 
 import copy
