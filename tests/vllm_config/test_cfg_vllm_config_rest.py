@@ -179,3 +179,23 @@ def test_updates_run_once(cpu) -> None:
     assert config.try_verify_and_update_config() is None
     assert dataclasses.asdict(config.cache_config) == before
     assert os.environ.get("VLLM_TRACE_FUNCTION") in (None, "0")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("max_cudagraph_capture_size", 2**40), ("compile_sizes", [1, 2**30])]
+)
+def test_defaults_get_the_size_cap(cpu, key: str, value: object) -> None:
+    """A default bypasses the validators as set_attr does: a size that would make the worker allocate in
+    proportion to it (a padding table of 2**40 entries) gets construction's cap."""
+    compiled = CompilationConfig()
+    with pytest.raises(ValueError, match=f"{key} must be at most 16777216"):
+        VllmConfig()._set_config_default(compiled, key, value)
+    assert getattr(compiled, key) is None
+
+
+def test_nested_defaults_get_the_size_cap(cpu) -> None:
+    config = VllmConfig()
+    assert config.compilation_config.compile_sizes is None
+    with pytest.raises(ValueError, match="compile_sizes must be at most 16777216"):
+        config._apply_optimization_level_defaults({"compilation_config": {"compile_sizes": [2**25]}})
+    assert config.compilation_config.compile_sizes is None

@@ -20,13 +20,14 @@ from pydantic.dataclasses import dataclass
 
 from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
-from compilation_bridge.vllm_config.compilation import CompilationConfig
+from compilation_bridge.vllm_config.compilation import CAPPED_SIZE_FIELDS, CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
+from compilation_bridge.vllm_config.limits import check_size, check_sizes
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
 from compilation_bridge.vllm_config.lora import LoRAConfig
@@ -67,6 +68,17 @@ def _check_default_key(config_obj: Any, key: Any) -> None:
             f"{key!r} is not a field of {type(config_obj).__name__}: optimization-level defaults are "
             "written into config fields only"
         )
+
+
+def _check_default_size(key: str, value: Any) -> None:
+    """A default bypasses pydantic's validators, as a caller's set_attr does: the sizes that make the worker
+    allocate in proportion to them get the cap that construction applies (limits.py)."""
+    if key not in CAPPED_SIZE_FIELDS:
+        return
+    if isinstance(value, list | tuple | set | frozenset):
+        check_sizes(key, value)
+    else:
+        check_size(key, value)
 
 
 _KV_TRANSFER_DISABLES_HYBRID = (
@@ -475,7 +487,9 @@ class VllmConfig:
             # hard coded.
             # Other values depend on the user given configuration, so they are
             # implemented with lambda functions and decided at run time.
-            setattr(config_obj, key, value(self) if callable(value) else value)
+            value = value(self) if callable(value) else value
+            _check_default_size(key, value)
+            setattr(config_obj, key, value)
 
     def _apply_optimization_level_defaults(self, defaults: dict[str, Any]) -> None:
         """Apply optimization level defaults using self as root.
