@@ -5,6 +5,7 @@ parallelism and the tiny model."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -466,3 +467,155 @@ def test_pipeline_parallel(check: Any, platform: str, pp: int, tp: int, sp: bool
     parallel = {"pipeline_parallel_size": pp, "tensor_parallel_size": tp}
     check_vllm(check, platform, cc, parallel_config=parallel)
     check_vllm(check, platform, cc, model=tiny_model(), parallel_config=parallel)
+
+
+# --- the rest of VllmConfig's functions, called again on a built config ----------------------------------
+
+ROOT = ""  # ops "on" the VllmConfig itself
+TINY_MAMBA = str(Path(__file__).resolve().parent / "models" / "tiny-mamba")
+# What a built config's own calls touch: compared after them (the compilation config's fields always are).
+# (CacheConfig's fields one by one: the CPU platform's KV-cache space is the planning host's, a departure.)
+CACHE_FIELDS = (
+    "block_size",
+    "enable_prefix_caching",
+    "mamba_block_size",
+    "mamba_page_size_padded",
+    "cache_dtype",
+    "mamba_ssm_cache_dtype",
+)
+AFTER_CALLS = [
+    *[get(name, on="cache_config") for name in CACHE_FIELDS],
+    op("fields", on="structured_outputs_config"),
+    get("lora_config", on=ROOT),
+    get("kv_events_config", on=ROOT),
+    RANGES,
+    HASH,
+]
+AGAIN = [
+    get("needs_dp_coordinator", on=ROOT),
+    get("quant_config", on=ROOT),
+    call("get_quantization_config", {"__root__": "model_config"}, {"__root__": "load_config"}, on=ROOT),
+    call("_get_quantization_config", {"__root__": "model_config"}, {"__root__": "load_config"}, on=ROOT),
+    call("enable_trace_function_call_for_thread", on=ROOT),
+    call("try_verify_and_update_config", on=ROOT),
+    get("config_updated", on="model_config"),
+    call("_set_cudagraph_sizes", on=ROOT),
+    call("_set_compile_ranges", on=ROOT),
+    POST_INIT,
+]
+DEFAULTS_CALLS = [
+    call("_set_config_default", {"__root__": "compilation_config"}, "max_cudagraph_capture_size", 7, on=ROOT),
+    call("_set_config_default", {"__root__": "compilation_config"}, "debug_dump_path", None, on=ROOT),
+    call("_set_config_default", {"__root__": "compilation_config"}, "no_such_field", 1, on=ROOT),
+    call("_set_config_default", {"__root__": "compilation_config"}, 3, 1, on=ROOT),
+    call(
+        "_apply_optimization_level_defaults",
+        {
+            "compilation_config": {"cudagraph_mode": "NONE", "pass_config": {"fuse_norm_quant": True}},
+            "no_such_config": {"x": 1},
+            "kv_events_config": "set by a default",
+        },
+        on=ROOT,
+    ),
+    call(
+        "_apply_optimization_level_defaults", {"compilation_config": {"inductor_compile_config": 5}}, on=ROOT
+    ),
+    call("_apply_optimization_level_defaults", {}, on=ROOT),
+    call("_apply_optimization_level_defaults", [], on=ROOT),
+]
+AGAIN_CASES: dict[str, dict[str, Any]] = {
+    "no model": {},
+    "tiny": {"model": tiny_model()},
+    "tiny eager": {"model": tiny_model(enforce_eager=True)},
+    "tiny dp 2": {"model": tiny_model(), "parallel_config": {"data_parallel_size": 2}},
+    "tiny dp 2 external lb": {
+        "model": tiny_model(),
+        "parallel_config": {"data_parallel_size": 2, "data_parallel_external_lb": True},
+    },
+    "moe dp 2 external lb": {
+        "model": tiny_moe_model(),
+        "parallel_config": {"data_parallel_size": 2, "data_parallel_external_lb": True},
+    },
+    "no model dp 2": {"parallel_config": {"data_parallel_size": 2}},
+    "sizes and max": {"cc": {"cudagraph_capture_sizes": [1, 2, 4, 64], "max_cudagraph_capture_size": 64}},
+    "split points": {"model": tiny_model(), "cc": {"compile_ranges_split_points": [8, 32, 1, 8]}},
+}
+
+
+@pytest.mark.parametrize("case", list(AGAIN_CASES))
+def test_functions_on_a_built_config(check: Any, platform: str, case: str) -> None:
+    """``needs_dp_coordinator``, ``quant_config`` and ``get_quantization_config`` (None: unquantized),
+    ``enable_trace_function_call_for_thread`` without ``VLLM_TRACE_FUNCTION``,
+    ``try_verify_and_update_config`` (once per model config: the post-init ran it), and the post-init's own
+    steps called again: the results, and the configs they touch afterwards."""
+    kw = dict(AGAIN_CASES[case])
+    req = vllm_request(kw.pop("cc", {}), ops=AGAIN + AFTER_CALLS, **kw)
+    req["env"] = {"VLLM_TRACE_FUNCTION": None}
+    check(platform, req)
+    check(
+        platform, vllm_request({}, ops=[*AGAIN, *AFTER_CALLS], **kw) | {"env": {"VLLM_TRACE_FUNCTION": "0"}}
+    )
+
+
+@pytest.mark.parametrize("model", ["no-model", "tiny"])
+def test_defaults_written_again(check: Any, platform: str, model: str) -> None:
+    """``_set_config_default`` and ``_apply_optimization_level_defaults`` on a built config: a default is
+    written only where the field is still None, nested dicts reach sub-configs, unknown names are skipped,
+    a missing attribute or a name that is no string fails as in vLLM."""
+    check(platform, vllm_request({}, model=MODELS[model], ops=DEFAULTS_CALLS + AFTER_CALLS))
+
+
+def test_trace_variable_not_an_integer(check: Any, platform: str) -> None:
+    """``VLLM_TRACE_FUNCTION`` is read as vLLM reads it: a value that is no integer is int()'s ValueError."""
+    req = vllm_request({}, ops=[call("enable_trace_function_call_for_thread", on=ROOT)])
+    check(platform, req | {"env": {"VLLM_TRACE_FUNCTION": "yes"}})
+
+
+WITH_HF = [
+    get("architectures", on="@model_config"),
+    get("architecture", on="@model_config"),
+    op("fields", on="@model_config.model_arch_config"),
+    get("config_updated", on="@model_config"),
+    op("fields", on="@compilation_config"),
+    *[get(name, on="@cache_config") for name in CACHE_FIELDS],
+    op("same_compilation_config"),
+    get("architectures", on="model_config"),
+]
+
+
+@pytest.mark.parametrize(
+    "architectures",
+    [None, ["MistralForCausalLM"], ["MixtralForCausalLM"], ["NoSuchForCausalLM"], []],
+    ids=repr,
+)
+def test_with_hf_config(check: Any, platform: str, architectures: list[str] | None) -> None:
+    """``with_hf_config``: a copy of the config whose model config holds the model's own Hugging Face config
+    (a transformers config in vLLM, a dict here) with its architectures replaced; its post-init runs again
+    on the same sub-configs, and the original's model config is untouched."""
+    hf = {"__root__": "model_config.hf_config"}
+    args = [hf] if architectures is None else [hf, architectures]
+    ops = [{"op": "keep", "name": "with_hf_config", "args": args, "on": ROOT}, *WITH_HF]
+    check(platform, vllm_request({}, model=tiny_model(), ops=ops))
+
+
+def test_with_hf_config_without_a_model(check: Any, platform: str) -> None:
+    """Without a model there is no model config to copy: vLLM's AttributeError."""
+    ops = [{"op": "keep", "name": "with_hf_config", "args": [{}], "on": ROOT}]
+    check(platform, vllm_request({}, ops=ops))
+
+
+@pytest.mark.parametrize("prefix_caching", [None, True, False])
+@pytest.mark.parametrize("mamba_block_size", [None, 16])
+def test_mamba_update(
+    check: Any, platform: str, prefix_caching: bool | None, mamba_block_size: int | None
+) -> None:
+    """vLLM's ``MambaModelConfig`` update, which ``try_verify_and_update_config`` runs in the post-init: the
+    mamba block size follows prefix caching, else the model length."""
+    cache = {
+        k: v
+        for k, v in (("enable_prefix_caching", prefix_caching), ("mamba_block_size", mamba_block_size))
+        if v is not None
+    }
+    req = vllm_request({}, model={"model": TINY_MAMBA, "skip_tokenizer_init": True}, ops=AGAIN + AFTER_CALLS)
+    req["build"]["cache_config"] = cache
+    check(platform, req)

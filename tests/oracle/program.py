@@ -153,14 +153,20 @@ def err(e: BaseException) -> dict[str, str]:
     return {"error": type(e).__name__, "module": type(e).__module__, "message": str(e)}
 
 
-def decode(api: Api, v: Any) -> Any:
-    """Turns a request VALUE into the Python value it stands for."""
+def decode(api: Api, v: Any, root: Any = None) -> Any:
+    """Turns a request VALUE into the Python value it stands for; `{"__root__": path}` is that attribute
+    path of the built object (`root`), as it is (a sub-config, or vLLM's transformers config where the
+    product holds a dict)."""
     if isinstance(v, list):
-        return [decode(api, x) for x in v]
+        return [decode(api, x, root) for x in v]
     if not isinstance(v, dict):
         return v
+    if "__root__" in v:
+        if root is None:
+            raise HarnessError("__root__ outside an op on a built object")
+        return _resolve(root, v["__root__"])
     if "__tuple__" in v:
-        return tuple(decode(api, x) for x in v["__tuple__"])
+        return tuple(decode(api, x, root) for x in v["__tuple__"])
     if "__enum__" in v:
         return api[v["__enum__"]][v["name"]]
     if "__new__" in v:
@@ -170,7 +176,7 @@ def decode(api: Api, v: Any) -> Any:
         return pathlib.Path(v["__path__"])
     if "__attention_ops__" in v:
         return list(api["CompilationConfig"]._attention_ops)
-    return {k: decode(api, x) for k, x in v.items()}
+    return {k: decode(api, x, root) for k, x in v.items()}
 
 
 def field_names(obj: Any) -> list[str] | None:
@@ -283,10 +289,12 @@ def _op(api: Api, op: dict[str, Any], target: Any, state: dict[str, Any]) -> Any
         return str(target)
     if name == "call":
         fn: Callable[..., Any] = getattr(target, _public(op["name"]))
-        return enc(fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {}))))
+        root = state.get("root")
+        return enc(fn(*decode(api, op.get("args", []), root), **decode(api, op.get("kwargs", {}), root)))
     if name == "keep":  # a call whose result later ops address as "@..." (an object built from the root)
         fn = getattr(target, _public(op["name"]))
-        state["kept"] = fn(*decode(api, op.get("args", [])), **decode(api, op.get("kwargs", {})))
+        root = state.get("root")
+        state["kept"] = fn(*decode(api, op.get("args", []), root), **decode(api, op.get("kwargs", {}), root))
         return type(state["kept"]).__name__
     if name == "call_qualname":
         fn = getattr(target, _public(op["name"]))

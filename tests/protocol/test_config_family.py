@@ -33,6 +33,7 @@ from compilation_bridge.vllm_config import (
     SpeculativeConfig,
     SpeechToTextConfig,
     StructuredOutputsConfig,
+    VllmConfig,
 )
 
 # Per class: the keywords it is built with, the attributes the generated module reads (get_attr) and the
@@ -457,3 +458,44 @@ def test_scheduler_class_given_as_a_class_is_answered_by_name(dispatcher: Dispat
     )
     fields = {"call_type": "method", "function": "get_scheduler_cls", "instance": ref_of(config)}
     assert call(dispatcher, **fields) == "vllm.config.cache.CacheConfig"
+
+
+def method(dispatcher: Dispatcher, ref: dict[str, Any], name: str, *args: Any) -> Any:
+    return call(dispatcher, call_type="method", function=name, args=list(args), instance=ref_of(ref))
+
+
+def test_vllm_configs_own_functions_over_the_wire(dispatcher: Dispatcher) -> None:
+    """The rest of VllmConfig's generated functions on a ref: what the local object answers, a sub-config
+    or the copy with another Hugging Face config coming back as a ref."""
+    model = construct(dispatcher, "ModelConfig", model="tiny-llama", skip_tokenizer_init=True)
+    engine = construct(dispatcher, "VllmConfig", model_config=ref_of(model))
+    local = VllmConfig(model_config=ModelConfig(model="tiny-llama", skip_tokenizer_init=True))
+    assert get_attr(dispatcher, engine, "needs_dp_coordinator") is local.needs_dp_coordinator is False
+    assert get_attr(dispatcher, engine, "quant_config") is None
+    load = get_attr(dispatcher, engine, "load_config")
+    for name in ("get_quantization_config", "_get_quantization_config"):
+        assert method(dispatcher, engine, name, ref_of(model), ref_of(load)) is None
+    for name in ("enable_trace_function_call_for_thread", "try_verify_and_update_config"):
+        assert method(dispatcher, engine, name) is None
+    for name in ("_set_cudagraph_sizes", "_set_compile_ranges"):
+        assert method(dispatcher, engine, name) is None
+    compiled = get_attr(dispatcher, engine, "compilation_config")
+    assert (
+        method(dispatcher, engine, "_set_config_default", ref_of(compiled), "max_cudagraph_capture_size", 9)
+        is None
+    )
+    assert method(dispatcher, engine, "_apply_optimization_level_defaults", {"lora_config": None}) is None
+    hf = get_attr(dispatcher, model, "hf_config")
+    other = method(dispatcher, engine, "with_hf_config", hf, ["MistralForCausalLM"])
+    other_model = get_attr(dispatcher, other, "model_config")
+    assert get_attr(dispatcher, other_model, "architectures") == ["MistralForCausalLM"]
+    assert get_attr(dispatcher, model, "architectures") == ["LlamaForCausalLM"]
+
+
+def test_vllm_configs_defaults_stay_in_fields_over_the_wire(dispatcher: Dispatcher) -> None:
+    engine = construct(dispatcher, "VllmConfig")
+    fields = {"call_type": "method", "function": "_apply_optimization_level_defaults"}
+    fields |= {"args": [{"__class__": {"lora_config": 1}}], "instance": ref_of(engine)}
+    reply = dispatcher.execute("snakebridge.call", payload("S", **fields), "worker-session")
+    assert not reply.success and reply.error["type"] == "ValueError"
+    assert "'__class__' is not a field of VllmConfig" in reply.error["message"]

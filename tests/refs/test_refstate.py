@@ -319,3 +319,16 @@ def test_derived_fields_are_computed_again_not_stored() -> None:
     assert back == config and back.compute_hash() == config.compute_hash() and repr(back) == repr(config)
     config.bs_to_padded_graph_size = [7, 7]  # set by a caller: no longer derived, so stored as it is
     assert refstate.decode(refstate.encode(config)).bs_to_padded_graph_size == [7, 7]
+
+
+def test_vllm_config_with_another_hf_config_comes_back() -> None:
+    """What `with_hf_config` answers (a copy whose model config holds another architecture list) and the
+    model config's mark that vLLM's model-specific updates ran, which keeps a later call from running them
+    again."""
+    config = VllmConfig(model_config=ModelConfig(model="tiny-llama", skip_tokenizer_init=True))
+    other = config.with_hf_config(config.model_config.hf_config, ["MistralForCausalLM"])
+    restored = refstate.decode(refstate.encode(other))
+    assert restored == other and repr(restored) == repr(other)
+    assert restored.compute_hash() == other.compute_hash()
+    assert restored.model_config.architectures == ["MistralForCausalLM"]
+    assert restored.model_config.config_updated is True

@@ -69,7 +69,6 @@ NEEDS_A_TOKENIZER: tuple[tuple[str, ...], str] = (
     "none; the bad words' token ids it computes are served once set",
 )
 # Functions of served classes and modules that are not served, by owner: the names, and why.
-PARTLY = "not served yet: the class is served, these functions of it are still to be proven against vLLM"
 NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]] = {
     ("vllm.config", ""): (
         (
@@ -121,22 +120,6 @@ NOT_SERVED_FUNCTIONS_BY_OWNER: dict[tuple[str, str], tuple[tuple[str, ...], str]
         "need a live torch.distributed process group of the data-parallel ranks (peer processes on the "
         "master's address and port), which belongs to vLLM's engine: the worker refuses them by name, "
         "saying so (surface/catalog.py, CONFIG_REFUSED)",
-    ),
-    ("vllm.config", "VllmConfig"): (
-        (
-            "_apply_optimization_level_defaults",
-            "_get_quantization_config",
-            "_set_compile_ranges",
-            "_set_config_default",
-            "_set_cudagraph_sizes",
-            "enable_trace_function_call_for_thread",
-            "get_quantization_config",
-            "needs_dp_coordinator",
-            "quant_config",
-            "try_verify_and_update_config",
-            "with_hf_config",
-        ),
-        PARTLY,
     ),
 }
 NOT_SERVED_FUNCTIONS = {

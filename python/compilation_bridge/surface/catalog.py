@@ -166,7 +166,16 @@ CONFIG_TYPES: dict[str, frozenset[str]] = {
     "CompilationConfig": frozenset({"_skip_none_validation", "_attention_ops"}),
     "PassConfig": frozenset({"_skip_none_validation"}),
     "DynamicShapesConfig": frozenset(),
-    "VllmConfig": frozenset({"_post_init_kv_transfer_config"}),
+    "VllmConfig": frozenset(
+        {
+            "_apply_optimization_level_defaults",
+            "_get_quantization_config",
+            "_post_init_kv_transfer_config",
+            "_set_compile_ranges",
+            "_set_config_default",
+            "_set_cudagraph_sizes",
+        }
+    ),
     "SchedulerConfig": frozenset({"_skip_none_validation"}),
     "ParallelConfig": frozenset(
         {

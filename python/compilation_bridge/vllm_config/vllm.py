@@ -1,10 +1,13 @@
-"""`VllmConfig`: the compilation-relevant part of vLLM 0.14.0's engine config.
+"""`VllmConfig`: vLLM 0.14.0's engine config.
 
-`__post_init__` follows vLLM's order step by step wherever a step touches compilation (mode and
-cudagraph defaults, optimization-level defaults, cudagraph sizes, compile ranges, the platform's
-update, splitting ops). Like vLLM it keeps and mutates the CompilationConfig it is given.
+`__post_init__` follows vLLM's order step by step (the model-specific updates, the sub-configs' checks,
+mode and cudagraph defaults, optimization-level defaults, cudagraph sizes, compile ranges, the platform's
+update, splitting ops). Like vLLM it keeps and mutates the sub-configs it is given. Where vLLM answers
+with objects of its engine (the quantization kernel's config, a function tracer) the worker refuses, saying
+why (docs/configuration.md).
 """
 
+import copy
 import dataclasses
 import json
 import os
@@ -17,17 +20,23 @@ from pydantic.dataclasses import dataclass
 
 from compilation_bridge.vllm_config.attention import AttentionConfig
 from compilation_bridge.vllm_config.cache import CacheConfig
-from compilation_bridge.vllm_config.compilation import CompilationConfig
+from compilation_bridge.vllm_config.compilation import CAPPED_SIZE_FIELDS, CompilationConfig
 from compilation_bridge.vllm_config.device import DeviceConfig
 from compilation_bridge.vllm_config.ec_transfer import ECTransferConfig
 from compilation_bridge.vllm_config.enums import CompilationMode, CUDAGraphMode, OptimizationLevel
 from compilation_bridge.vllm_config.hashing import safe_hash, vllm_name
 from compilation_bridge.vllm_config.kv_events import KVEventsConfig
 from compilation_bridge.vllm_config.kv_transfer import KVTransferConfig
+from compilation_bridge.vllm_config.limits import check_size, check_sizes
 from compilation_bridge.vllm_config.load import LoadConfig
 from compilation_bridge.vllm_config.logs import info_once, logger, warning_once
 from compilation_bridge.vllm_config.lora import LoRAConfig
 from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.model_updates import (
+    VLLM_CONFIG_UPDATES,
+    hybrid_attention_mamba,
+    sequence_classification,
+)
 from compilation_bridge.vllm_config.observability import ObservabilityConfig
 from compilation_bridge.vllm_config.optimization_levels import OPTIMIZATION_LEVEL_TO_CONFIG
 from compilation_bridge.vllm_config.parallel import ParallelConfig
@@ -39,6 +48,39 @@ from compilation_bridge.vllm_config.structured_outputs import StructuredOutputsC
 from compilation_bridge.vllm_config.versions import VLLM_VERSION
 
 _ASYNC_SCHEDULING_EXECUTORS = ("mp", "uni", "external_launcher")
+
+
+# A default may only be written into a field of a config dataclass. vLLM reads and writes any attribute a
+# key names; a caller's key naming something else (a method, a property, a private attribute) is refused,
+# so that defaults never reach past a config's fields.
+def _check_default_key(config_obj: Any, key: Any) -> None:
+    if not isinstance(key, str):
+        return  # getattr's own TypeError follows, as in vLLM
+    if not hasattr(config_obj, key):
+        return  # getattr's own AttributeError follows, as in vLLM
+    is_field = (
+        not isinstance(config_obj, type)
+        and dataclasses.is_dataclass(config_obj)
+        and any(f.name == key for f in dataclasses.fields(config_obj))
+    )
+    if not is_field or key.startswith("_"):
+        raise ValueError(
+            f"{key!r} is not a field of {type(config_obj).__name__}: optimization-level defaults are "
+            "written into config fields only"
+        )
+
+
+def _check_default_size(key: str, value: Any) -> None:
+    """A default bypasses pydantic's validators, as a caller's set_attr does: the sizes that make the worker
+    allocate in proportion to them get the cap that construction applies (limits.py)."""
+    if key not in CAPPED_SIZE_FIELDS:
+        return
+    if isinstance(value, list | tuple | set | frozenset):
+        check_sizes(key, value)
+    else:
+        check_size(key, value)
+
+
 _KV_TRANSFER_DISABLES_HYBRID = (
     "Turning off hybrid kv cache manager because "
     "`--kv-transfer-config` is set. This will reduce the "
@@ -149,6 +191,111 @@ class VllmConfig:
         # An IndexError above the largest capture size, by design (as in vLLM).
         return self.compilation_config.bs_to_padded_graph_size[batch_size]
 
+    @property
+    def needs_dp_coordinator(self) -> bool:
+        """
+        Determine if the DPCoordinator process is needed.
+
+        The DPCoordinator is needed in two cases:
+        1. For MoE models with DP > 1: to handle wave coordination
+           (even in external LB mode, since wave coordination runs in the coordinator)
+        2. For non-MoE models in internal/hybrid LB mode: to collect and publish
+           queue stats for load balancing across DP ranks
+
+        Returns:
+            True if DPCoordinator process is needed, False otherwise.
+        """
+        return self.parallel_config.data_parallel_size > 1 and (
+            self.model_config is None
+            or self.model_config.is_moe
+            or not self.parallel_config.data_parallel_external_lb
+        )
+
+    def enable_trace_function_call_for_thread(self) -> None:
+        """
+        Set up function tracing for the current thread,
+        if enabled via the `VLLM_TRACE_FUNCTION` environment variable.
+        """
+        # Read as vLLM reads it (a value that is no integer raises int()'s ValueError). Set, vLLM writes a
+        # trace file under the temporary folder and installs a tracer on the calling thread: in a worker
+        # that serves many callers that would trace (and write out) every caller's work, so it is refused
+        # (a PermissionError, as the worker's other refusals, which Elixir maps to its permission error).
+        if int(os.getenv("VLLM_TRACE_FUNCTION", "0")):
+            raise PermissionError(
+                "enable_trace_function_call_for_thread: VLLM_TRACE_FUNCTION is set in the worker's "
+                "environment, and vLLM would then write a trace file and install a function tracer on "
+                "the calling thread; this worker serves many callers and does neither (unset "
+                "VLLM_TRACE_FUNCTION, or trace in vLLM's own engine process)"
+            )
+
+    @property
+    def quant_config(self) -> None:
+        """Quantization configuration: what vLLM's `__post_init__` sets from
+        `_get_quantization_config(model_config, load_config)`, None without a model or for an unquantized
+        one (a quantized one is refused, see `_get_quantization_config`)."""
+        if self.model_config is None:
+            return None
+        return VllmConfig._get_quantization_config(self.model_config, self.load_config)
+
+    @staticmethod
+    def _get_quantization_config(model_config: ModelConfig, load_config: LoadConfig) -> None:
+        """Get the quantization config."""
+        # An object without `quantization` fails here as in vLLM (AttributeError).
+        if model_config.quantization is not None:
+            raise ValueError(
+                f"quantization method {model_config.quantization!r}: vLLM answers an instance of its "
+                "quantization kernel's config class (read from the checkpoint by its model loader and "
+                "checked against the GPU's capability), which belongs to vLLM's model executor; this "
+                "worker plans without kernels. The method and its checkpoint settings are "
+                "model_config.quantization and model_config.model_arch_config.quantization_config"
+            )
+        return None
+
+    @staticmethod
+    def get_quantization_config(model_config: ModelConfig, load_config: LoadConfig) -> None:
+        # vLLM deep-copies the model config because the private step may modify it.
+        return VllmConfig._get_quantization_config(copy.deepcopy(model_config), load_config)
+
+    def try_verify_and_update_config(self) -> None:
+        """vLLM's model-specific updates of the whole config (model_updates.py), once per model config."""
+        if self.model_config is None:
+            return
+        # Avoid running try_verify_and_update_config multiple times
+        if getattr(self.model_config, "config_updated", False):
+            return
+        self.model_config.config_updated = True
+        architecture = self.model_config.architecture
+        if architecture is None:
+            return
+        update = VLLM_CONFIG_UPDATES.get(architecture)
+        if update is not None:
+            update(self)
+        if self.model_config.is_hybrid:
+            hybrid_attention_mamba(self)
+        if self.model_config.convert_type == "classify":
+            # Maybe convert ForCausalLM into ForSequenceClassification model.
+            sequence_classification(self)
+        # vLLM's Run:ai object-storage weights (load_format switched to runai_streamer) never arise: this
+        # worker's models are local folders.
+
+    def with_hf_config(
+        self, hf_config: dict[str, Any], architectures: list[str] | None = None
+    ) -> "VllmConfig":
+        """A copy of this config whose model config holds `hf_config` (here a dict, as `ModelConfig.hf_config`
+        is), optionally with its `architectures` replaced; the copy's post-init runs again, as in vLLM."""
+        if not isinstance(hf_config, dict):
+            raise TypeError(
+                "with_hf_config: hf_config must be a model config dict (what ModelConfig.hf_config holds "
+                f"here, where vLLM holds a transformers config), not {type(hf_config).__name__}"
+            )
+        if architectures is not None:
+            hf_config = copy.deepcopy(hf_config)
+            hf_config["architectures"] = architectures
+        model_config = copy.deepcopy(self.model_config)
+        model_config.hf_config = hf_config  # AttributeError without a model, as in vLLM
+        model_config.model_arch_config = model_config.get_model_arch_config()
+        return dataclasses.replace(self, model_config=model_config)
+
     def compile_debug_dump_path(self) -> Path | None:
         if self.compilation_config.debug_dump_path is None:
             return None
@@ -158,6 +305,7 @@ class VllmConfig:
     def __post_init__(self) -> None:
         cc = self.compilation_config
         self.instance_id = f"{time.time_ns()}"
+        self.try_verify_and_update_config()
         if self.model_config is not None:
             self.model_config.verify_with_parallel_config(self.parallel_config)
             self.parallel_config.is_moe_model = self.model_config.is_moe
@@ -326,14 +474,43 @@ class VllmConfig:
         return True
 
     def _set_config_default(self, config_obj: Any, key: str, value: Any) -> None:
+        """Set config attribute to default if not already set by user.
+
+        Args:
+            config_obj: Configuration object to update.
+            key: Attribute name.
+            value: Default value (static or callable).
+        """
+        _check_default_key(config_obj, key)
         if getattr(config_obj, key) is None:
-            setattr(config_obj, key, value(self) if callable(value) else value)
+            # Some config values are known before initialization and are
+            # hard coded.
+            # Other values depend on the user given configuration, so they are
+            # implemented with lambda functions and decided at run time.
+            value = value(self) if callable(value) else value
+            _check_default_size(key, value)
+            setattr(config_obj, key, value)
 
     def _apply_optimization_level_defaults(self, defaults: dict[str, Any]) -> None:
+        """Apply optimization level defaults using self as root.
+
+        Recursively applies values from defaults into nested config objects.
+        Only fields present in defaults are overwritten.
+
+        If the user configuration does not specify a value for a default field
+        and if the default field is still None after all user selections are
+        applied, then default values will be applied to the field. User speciied
+        fields will not be overridden by the default.
+
+        Args:
+            defaults: Dictionary of default values to apply.
+        """
+
         def apply_recursive(config_obj: Any, config_defaults: dict[str, Any]) -> None:
             for key, value in config_defaults.items():
                 if not hasattr(config_obj, key):
                     continue
+                _check_default_key(config_obj, key)  # before reading: never walk past a field
                 current = getattr(config_obj, key)
                 if isinstance(value, dict) and dataclasses.is_dataclass(current):
                     apply_recursive(current, value)
@@ -387,6 +564,44 @@ class VllmConfig:
         return [size for size in possible_sizes if size % tp == 0]
 
     def _set_cudagraph_sizes(self) -> None:
+        """
+        vLLM defines the default candidate list of batch sizes for CUDA graph
+        capture as:
+
+        ```python
+        max_graph_size = min(max_num_seqs * 2, 512)
+        # 1, 2, 4, then multiples of 8 up to 256 and then multiples of 16
+        # up to max_graph_size
+        cudagraph_capture_sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(
+            range(256, max_graph_size + 1, 16))
+
+        In the end, `vllm_config.compilation_config.cudagraph_capture_sizes`
+        will be the final sizes to capture cudagraph (in ascending order).
+
+        These sizes are used to capture and reuse CUDA graphs for
+        performance-critical paths (e.g., decoding). Capturing enables
+        significantly faster kernel dispatch by avoiding Python overhead. The
+        list is then filtered based on `max_num_batched_tokens` (e.g., 8192 on
+        most GPUs), which controls the total allowed number of tokens in a
+        batch. Since each sequence may have a variable number of tokens, the
+        maximum usable batch size will depend on actual sequence lengths.
+
+        Example:
+            With `max_num_batched_tokens = 8192`, and typical sequences
+            averaging ~32 tokens, most practical batch sizes fall below 256.
+            However, the system will still allow capture sizes up to 512 if
+            shape and memory permit.
+
+        Note:
+            If users explicitly specify cudagraph capture sizes in the
+            compilation config, those will override this default logic.
+            At runtime:
+
+            - If batch size <= one of the `cudagraph_capture_sizes`, the closest
+            padded CUDA graph will be used.
+            - If batch size > largest `cudagraph_capture_sizes`, cudagraph will
+            not be used.
+        """
         cc = self.compilation_config
         if (
             self.model_config is not None
@@ -448,6 +663,9 @@ class VllmConfig:
         return sizes
 
     def _set_compile_ranges(self) -> None:
+        """
+        Set the compile ranges for the compilation config.
+        """
         cc = self.compilation_config
         split_points: list[int] = []
         max_num_batched_tokens = self.scheduler_config.max_num_batched_tokens

@@ -64,6 +64,54 @@ defmodule Vllm.Config.VllmConfig do
   end
 
   @doc """
+  Apply optimization level defaults using self as root.
+
+  Recursively applies values from defaults into nested config objects.
+  Only fields present in defaults are overwritten.
+
+  If the user configuration does not specify a value for a default field
+  and if the default field is still None after all user selections are
+  applied, then default values will be applied to the field. User speciied
+  fields will not be overridden by the default.
+
+  ## Parameters
+
+  - `defaults` - Dictionary of default values to apply.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _apply_optimization_level_defaults(SnakeBridge.Ref.t(), map(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _apply_optimization_level_defaults(ref, defaults, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_apply_optimization_level_defaults, [defaults], opts)
+  end
+
+  @doc """
+  Get the quantization config.
+
+  ## Parameters
+
+  - `model_config` (term())
+  - `load_config` (term())
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _get_quantization_config(SnakeBridge.Ref.t(), term(), term(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _get_quantization_config(ref, model_config, load_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(
+      ref,
+      :_get_quantization_config,
+      [model_config, load_config],
+      opts
+    )
+  end
+
+  @doc """
   Update KVTransferConfig based on top-level configs in VllmConfig.
 
   Right now, this function reads the offloading settings from
@@ -77,6 +125,87 @@ defmodule Vllm.Config.VllmConfig do
           {:ok, nil} | {:error, Snakepit.Error.t()}
   def _post_init_kv_transfer_config(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :_post_init_kv_transfer_config, [], opts)
+  end
+
+  @doc """
+  Set the compile ranges for the compilation config.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _set_compile_ranges(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _set_compile_ranges(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_set_compile_ranges, [], opts)
+  end
+
+  @doc """
+  Set config attribute to default if not already set by user.
+
+  ## Parameters
+
+  - `config_obj` - Configuration object to update.
+  - `key` - Attribute name.
+  - `value` - Default value (static or callable).
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _set_config_default(SnakeBridge.Ref.t(), term(), String.t(), term(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _set_config_default(ref, config_obj, key, value, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_set_config_default, [config_obj, key, value], opts)
+  end
+
+  @doc """
+  vLLM defines the default candidate list of batch sizes for CUDA graph
+
+  capture as:
+
+  ```python
+  max_graph_size = min(max_num_seqs * 2, 512)
+  # 1, 2, 4, then multiples of 8 up to 256 and then multiples of 16
+  # up to max_graph_size
+  cudagraph_capture_sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(
+      range(256, max_graph_size + 1, 16))
+
+  In the end, `vllm_config.compilation_config.cudagraph_capture_sizes`
+  will be the final sizes to capture cudagraph (in ascending order).
+
+  These sizes are used to capture and reuse CUDA graphs for
+  performance-critical paths (e.g., decoding). Capturing enables
+  significantly faster kernel dispatch by avoiding Python overhead. The
+  list is then filtered based on `max_num_batched_tokens` (e.g., 8192 on
+  most GPUs), which controls the total allowed number of tokens in a
+  batch. Since each sequence may have a variable number of tokens, the
+  maximum usable batch size will depend on actual sequence lengths.
+
+  Example:
+      With `max_num_batched_tokens = 8192`, and typical sequences
+      averaging ~32 tokens, most practical batch sizes fall below 256.
+      However, the system will still allow capture sizes up to 512 if
+      shape and memory permit.
+
+  Note:
+      If users explicitly specify cudagraph capture sizes in the
+      compilation config, those will override this default logic.
+      At runtime:
+
+      - If batch size <= one of the `cudagraph_capture_sizes`, the closest
+      padded CUDA graph will be used.
+      - If batch size > largest `cudagraph_capture_sizes`, cudagraph will
+      not be used.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec _set_cudagraph_sizes(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def _set_cudagraph_sizes(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :_set_cudagraph_sizes, [], opts)
   end
 
   @doc """
@@ -106,6 +235,44 @@ defmodule Vllm.Config.VllmConfig do
   end
 
   @doc """
+  Set up function tracing for the current thread,
+
+  if enabled via the `VLLM_TRACE_FUNCTION` environment variable.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec enable_trace_function_call_for_thread(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def enable_trace_function_call_for_thread(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :enable_trace_function_call_for_thread, [], opts)
+  end
+
+  @doc """
+  Python method `VllmConfig.get_quantization_config`.
+
+  ## Parameters
+
+  - `model_config` (term())
+  - `load_config` (term())
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec get_quantization_config(SnakeBridge.Ref.t(), term(), term(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def get_quantization_config(ref, model_config, load_config, opts \\ []) do
+    SnakeBridge.Runtime.call_method(
+      ref,
+      :get_quantization_config,
+      [model_config, load_config],
+      opts
+    )
+  end
+
+  @doc """
   Python method `VllmConfig.pad_for_cudagraph`.
 
   ## Parameters
@@ -120,6 +287,19 @@ defmodule Vllm.Config.VllmConfig do
           {:ok, integer()} | {:error, Snakepit.Error.t()}
   def pad_for_cudagraph(ref, batch_size, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :pad_for_cudagraph, [batch_size], opts)
+  end
+
+  @doc """
+  vLLM's model-specific updates of the whole config (model_updates.py), once per model config.
+
+  ## Returns
+
+  - `nil`
+  """
+  @spec try_verify_and_update_config(SnakeBridge.Ref.t(), keyword()) ::
+          {:ok, nil} | {:error, Snakepit.Error.t()}
+  def try_verify_and_update_config(ref, opts \\ []) do
+    SnakeBridge.Runtime.call_method(ref, :try_verify_and_update_config, [], opts)
   end
 
   @doc """
@@ -155,6 +335,27 @@ defmodule Vllm.Config.VllmConfig do
           {:ok, term()} | {:error, Snakepit.Error.t()}
   def validate_mamba_block_size(ref, opts \\ []) do
     SnakeBridge.Runtime.call_method(ref, :validate_mamba_block_size, [], opts)
+  end
+
+  @doc """
+  A copy of this config whose model config holds `hf_config` (here a dict, as `ModelConfig.hf_config`
+
+  is), optionally with its `architectures` replaced; the copy's post-init runs again, as in vLLM.
+
+  ## Parameters
+
+  - `hf_config` (map())
+  - `architectures` (term() default: None)
+
+  ## Returns
+
+  - `term()`
+  """
+  @spec with_hf_config(SnakeBridge.Ref.t(), map(), list(term()), keyword()) ::
+          {:ok, term()} | {:error, Snakepit.Error.t()}
+  def with_hf_config(ref, hf_config, args, opts \\ []) do
+    {args, opts} = SnakeBridge.Runtime.normalize_args_opts(args, opts)
+    SnakeBridge.Runtime.call_method(ref, :with_hf_config, [hf_config] ++ List.wrap(args), opts)
   end
 
   @spec additional_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
@@ -217,6 +418,11 @@ defmodule Vllm.Config.VllmConfig do
     SnakeBridge.Runtime.get_attr(ref, :model_config)
   end
 
+  @spec needs_dp_coordinator(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def needs_dp_coordinator(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :needs_dp_coordinator)
+  end
+
   @spec observability_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def observability_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :observability_config)
@@ -235,6 +441,11 @@ defmodule Vllm.Config.VllmConfig do
   @spec profiler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
   def profiler_config(ref) do
     SnakeBridge.Runtime.get_attr(ref, :profiler_config)
+  end
+
+  @spec quant_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}
+  def quant_config(ref) do
+    SnakeBridge.Runtime.get_attr(ref, :quant_config)
   end
 
   @spec scheduler_config(SnakeBridge.Ref.t()) :: {:ok, term()} | {:error, Snakepit.Error.t()}

@@ -1,0 +1,201 @@
+"""What the differential tests cannot show of VllmConfig's remaining functions: the refusals that are
+departures from vLLM 0.14.0 (docs/configuration.md), and the model-specific updates of
+`try_verify_and_update_config` for models no tiny test folder stands for (held to vLLM's source,
+vllm/model_executor/models/config.py and adapters.py)."""
+
+import dataclasses
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from pydantic import ValidationError
+
+from compilation_bridge.vllm_config import (
+    CacheConfig,
+    CompilationConfig,
+    StructuredOutputsConfig,
+    VllmConfig,
+    model_updates,
+)
+from compilation_bridge.vllm_config.model import ModelConfig
+
+MODELS = Path(__file__).resolve().parents[1] / "differential" / "models"
+
+
+def tiny_model(**kwargs: object) -> ModelConfig:
+    return ModelConfig(model="tiny-llama", skip_tokenizer_init=True, **kwargs)
+
+
+def test_quantized_model_refused(cpu) -> None:
+    """vLLM answers its kernel's config object for a quantized model: refused, saying why."""
+    config = VllmConfig(model_config=tiny_model(quantization="fp8"))
+    with pytest.raises(ValueError, match=r"quantization method 'fp8'.*model executor"):
+        _ = config.quant_config
+    with pytest.raises(ValueError, match="quantization method 'fp8'"):
+        VllmConfig.get_quantization_config(config.model_config, config.load_config)
+    assert config.model_config.quantization == "fp8"  # the copy was checked, the model config is untouched
+
+
+def test_unquantized_model_and_no_model(cpu) -> None:
+    assert VllmConfig().quant_config is None
+    config = VllmConfig(model_config=tiny_model())
+    assert config.quant_config is None
+    assert VllmConfig._get_quantization_config(config.model_config, config.load_config) is None
+
+
+def test_trace_refused_when_set(cpu, monkeypatch, tmp_path) -> None:
+    """With VLLM_TRACE_FUNCTION set, vLLM writes a trace file and installs a tracer: refused, nothing
+    written."""
+    monkeypatch.setenv("VLLM_TRACE_FUNCTION", "1")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    with pytest.raises(PermissionError, match="VLLM_TRACE_FUNCTION is set"):
+        VllmConfig().enable_trace_function_call_for_thread()
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("VLLM_TRACE_FUNCTION", "0")
+    assert VllmConfig().enable_trace_function_call_for_thread() is None
+
+
+@pytest.mark.parametrize("key", ["compute_hash", "_post_init_kv_transfer_config", "needs_dp_coordinator"])
+def test_default_only_into_fields(cpu, key: str) -> None:
+    """vLLM reads and writes any attribute a key names; here only a config's fields."""
+    config = VllmConfig()
+    with pytest.raises(ValueError, match="is not a field of VllmConfig"):
+        config._set_config_default(config, key, 1)
+    with pytest.raises(ValueError, match="is not a field of VllmConfig"):
+        config._apply_optimization_level_defaults({key: 1})
+
+
+def test_defaults_never_reach_a_class(cpu) -> None:
+    """`__class__` of a config is a dataclass (the class): a default written there would change the class's
+    own default for every caller. Refused; the class is untouched."""
+    config = VllmConfig()
+    with pytest.raises(ValueError, match="'__class__' is not a field"):
+        config._apply_optimization_level_defaults({"__class__": {"lora_config": "x"}})
+    with pytest.raises(ValueError, match="'lora_config' is not a field of type"):
+        config._set_config_default(VllmConfig, "lora_config", "x")
+    assert VllmConfig().lora_config is None
+
+
+def test_defaults_written_where_none(cpu) -> None:
+    config = VllmConfig()
+    config._apply_optimization_level_defaults({"lora_config": lambda c: c.instance_id, "missing": 1})
+    assert config.lora_config == config.instance_id  # a callable default gets the root, as in vLLM
+
+
+def test_with_hf_config_takes_a_dict(cpu) -> None:
+    config = VllmConfig(model_config=tiny_model())
+    with pytest.raises(TypeError, match="hf_config must be a model config dict"):
+        config.with_hf_config("LlamaConfig")
+    other = config.with_hf_config(config.model_config.hf_config, ["MistralForCausalLM"])
+    assert other.model_config.architectures == ["MistralForCausalLM"]
+    assert config.model_config.architectures == ["LlamaForCausalLM"]
+    assert other.model_config is not config.model_config
+
+
+def test_hybrid_model_refused(cpu, monkeypatch) -> None:
+    """A hybrid attention/mamba model's block sizes need its vLLM model class's mamba state shapes."""
+    monkeypatch.setenv("COMPILATION_BRIDGE_MODEL_ROOTS", str(MODELS))
+    model = ModelConfig(model=str(MODELS / "tiny-jamba"), skip_tokenizer_init=True)
+    with pytest.raises(ValidationError, match="JambaForCausalLM: a hybrid attention/mamba model"):
+        VllmConfig(model_config=model)
+
+
+def test_pure_mamba_block_size(cpu, monkeypatch) -> None:
+    monkeypatch.setenv("COMPILATION_BRIDGE_MODEL_ROOTS", str(MODELS))
+    model = ModelConfig(model=str(MODELS / "tiny-mamba"), skip_tokenizer_init=True)
+    config = VllmConfig(model_config=model, cache_config=CacheConfig(enable_prefix_caching=False))
+    assert config.cache_config.mamba_block_size == model.max_model_len
+    assert config.model_config.config_updated is True
+
+
+def _bare(**model: object) -> SimpleNamespace:
+    """A VllmConfig's parts that an update reads, around a stand-in model config."""
+    return SimpleNamespace(
+        model_config=SimpleNamespace(**model),
+        cache_config=CacheConfig(),
+        compilation_config=CompilationConfig(),
+        structured_outputs_config=StructuredOutputsConfig(),
+    )
+
+
+def test_gpt_oss_update(cpu) -> None:
+    config = _bare()
+    model_updates.gpt_oss(config)
+    assert config.structured_outputs_config.reasoning_parser == "openai_gptoss"
+    assert config.compilation_config.max_cudagraph_capture_size == 1024
+    config = _bare()
+    config.structured_outputs_config.reasoning_parser = "mine"
+    config.compilation_config.cudagraph_capture_sizes = [1, 2]
+    model_updates.gpt_oss(config)
+    assert config.structured_outputs_config.reasoning_parser == "mine"
+    assert config.compilation_config.max_cudagraph_capture_size is None
+
+
+@pytest.mark.parametrize(
+    ("dtype", "expected"),
+    [("auto", "auto"), ("fp8", "fp8_ds_mla"), ("fp8_e5m2", "fp8_ds_mla"), ("bfloat16", "auto")],
+)
+def test_deepseek_v32_update(cpu, dtype: str, expected: str) -> None:
+    config = _bare(hf_config={"index_topk": 4})
+    config.cache_config.cache_dtype = dtype
+    model_updates.deepseek_v32(config)
+    assert config.cache_config.cache_dtype == expected
+    with pytest.raises(AssertionError):
+        model_updates.deepseek_v32(_bare(hf_config={}))
+
+
+def test_nemotron_h_update(cpu) -> None:
+    config = _bare(hf_config={})
+    model_updates.nemotron_h(config)
+    assert config.cache_config.mamba_ssm_cache_dtype == "float16"
+    config = _bare(hf_config={"mamba_ssm_cache_dtype": "float32"})
+    model_updates.nemotron_h(config)
+    assert config.cache_config.mamba_ssm_cache_dtype == "float32"
+
+
+def test_sequence_classification_update(cpu) -> None:
+    hf = {"method": "from_2_way_softmax", "classifier_from_token": ["no", "yes"]}
+    config = _bare(hf_config=hf, hf_text_config=hf)
+    model_updates.sequence_classification(config)
+    assert (hf["num_labels"], hf["use_sep_token"]) == (1, False)
+    hf = {"method": "no_post_processing", "classifier_from_token": ["a", "b", "c"], "use_sep_token": True}
+    config = _bare(hf_config=hf, hf_text_config=hf)
+    model_updates.sequence_classification(config)
+    assert (hf["num_labels"], hf["use_sep_token"]) == (3, True)
+    with pytest.raises(AssertionError, match="method bogus not supported"):
+        bogus = {"method": "bogus", "classifier_from_token": ["a"]}
+        model_updates.sequence_classification(_bare(hf_config=bogus, hf_text_config=bogus))
+    untouched: dict[str, object] = {}
+    model_updates.sequence_classification(_bare(hf_config=untouched, hf_text_config=untouched))
+    assert untouched == {}
+
+
+def test_updates_run_once(cpu) -> None:
+    """The post-init runs them and marks the model config; a later call does nothing, as in vLLM."""
+    config = VllmConfig(model_config=tiny_model())
+    assert config.model_config.config_updated is True
+    before = dataclasses.asdict(config.cache_config)
+    assert config.try_verify_and_update_config() is None
+    assert dataclasses.asdict(config.cache_config) == before
+    assert os.environ.get("VLLM_TRACE_FUNCTION") in (None, "0")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("max_cudagraph_capture_size", 2**40), ("compile_sizes", [1, 2**30])]
+)
+def test_defaults_get_the_size_cap(cpu, key: str, value: object) -> None:
+    """A default bypasses the validators as set_attr does: a size that would make the worker allocate in
+    proportion to it (a padding table of 2**40 entries) gets construction's cap."""
+    compiled = CompilationConfig()
+    with pytest.raises(ValueError, match=f"{key} must be at most 16777216"):
+        VllmConfig()._set_config_default(compiled, key, value)
+    assert getattr(compiled, key) is None
+
+
+def test_nested_defaults_get_the_size_cap(cpu) -> None:
+    config = VllmConfig()
+    assert config.compilation_config.compile_sizes is None
+    with pytest.raises(ValueError, match="compile_sizes must be at most 16777216"):
+        config._apply_optimization_level_defaults({"compilation_config": {"compile_sizes": [2**25]}})
+    assert config.compilation_config.compile_sizes is None
