@@ -18,6 +18,7 @@ defmodule RealClient.RecipeCase do
 
       setup_all do
         config = RealClient.Recipes.config!(@recipe)
+
         # The test-only additions: compilation_bridge.testing (sleep) for the timeout test, and the
         # CPU KV cache size, which the CPU platform takes from the machine's memory unless told (vLLM
         # and this worker plan for different hosts): told, as vLLM is (RealClient.VllmOracle).
