@@ -29,6 +29,8 @@ from diff_harness import (
     category,
     describe,
     differences,
+    oracle_python,
+    oracle_venv,
     server_env,
     summary_lines,
     typed,
@@ -40,14 +42,6 @@ MODEL_ROOTS_ENV = "COMPILATION_BRIDGE_MODEL_ROOTS"  # the product's operator set
 RUNNER = Path(__file__).resolve().parent / "runner.py"
 
 Check = Callable[[str, Any], Any]
-
-
-def oracle_venv() -> Path:
-    return Path(os.environ.get("ORACLE_VENV") or REPO / ".oracle-venv")
-
-
-def oracle_python() -> Path:
-    return oracle_venv() / "bin" / "python"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -4,6 +4,7 @@ comparison and the counts shown in the session summary."""
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import subprocess
 from collections import Counter
@@ -24,6 +25,15 @@ ATTENTION_OPS: dict[str, Any] = {"__attention_ops__": True}
 # an error; printed in the session summary.
 COUNTS: Counter[tuple[str, str]] = Counter()
 BUILT: Counter[tuple[str, str]] = Counter()
+
+
+def oracle_venv() -> Path:
+    """The vLLM 0.14.0 environment (`scripts/setup_oracle.sh`), or $ORACLE_VENV."""
+    return Path(os.environ.get("ORACLE_VENV") or REPO / ".oracle-venv")
+
+
+def oracle_python() -> Path:
+    return oracle_venv() / "bin" / "python"
 
 
 class ServerDied(RuntimeError):

@@ -9,10 +9,9 @@ import os
 import subprocess
 
 import pytest
-from diff_harness import REPO
+from diff_harness import REPO, oracle_python, oracle_venv
 
 from compilation_bridge.vllm_config.model_registry import TABLE
-from conftest import oracle_python, oracle_venv
 
 
 def test_the_table_is_what_vllm_answers() -> None:

@@ -15,13 +15,12 @@ from typing import Any
 
 import pytest
 from config_strategies import sampled
-from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, scheduler
+from diff_harness import FIELDS, HASH, REPR, build_new, call, get, new, op, oracle_venv, scheduler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.generated_getters import GETTERS
 
 from compilation_bridge.vllm_config import SchedulerConfig
-from conftest import oracle_venv
 
 EXAMPLES = int(os.environ.get("DIFFERENTIAL_EXAMPLES", "1000"))
 SETTINGS = settings(

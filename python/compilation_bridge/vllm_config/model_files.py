@@ -49,14 +49,17 @@ def _folder(model: str) -> Path:
     return folder.resolve()
 
 
-def is_readable_folder(model: str) -> bool:
-    folder = _folder(model)
+def _under_roots(folder: Path) -> bool:
     return any(folder.is_relative_to(root) for root in readable_roots())
+
+
+def is_readable_folder(model: str) -> bool:
+    return _under_roots(_folder(model))
 
 
 def resolve_model_dir(model: str) -> Path:
     folder = _folder(model)
-    if not is_readable_folder(model):
+    if not _under_roots(folder):
         raise ValueError(
             f"model {model!r} is not a bundled model and not under an allowed root "
             f"(set {MODEL_ROOTS_ENV}); only local folders with a config.json are read, never the hub"
@@ -93,11 +96,12 @@ def load_hf_config(model: str) -> dict[str, Any]:
 def read_json(model: str, name: str) -> Any:
     """`name` (a path relative to the model folder) as JSON; None when the folder is not one this worker
     reads, the file is missing or is no JSON (where vLLM, too, finds nothing)."""
-    if not is_readable_folder(model):
-        return None
     folder = _folder(model)
+    if not _under_roots(folder):
+        return None
     path = folder / name
-    if not path.resolve().is_relative_to(folder):
+    # Most files asked for are absent (vLLM looks for several): that is answered before resolving a path.
+    if not path.is_file() or not path.resolve().is_relative_to(folder):
         return None
     raw = _read(path, model)
     if raw is None:

@@ -106,8 +106,10 @@ def _model_infos() -> dict[str, _ModelInfo]:
     return {arch: _ModelInfo(**info) for arch, info in _table()["models"].items()}
 
 
+@cache
 def supported_archs() -> dict[str, None]:
-    """vLLM's registry names in its order (a dict, so that its `keys()` prints as vLLM's does)."""
+    """vLLM's registry names in its order (a dict, so that its `keys()` prints as vLLM's does); one
+    shared dict, read only (every ModelConfig looks its architectures up in it)."""
     return dict.fromkeys(_table()["supported_architectures"])
 
 
