@@ -968,8 +968,9 @@ def _is_interleaved(text_config: dict[str, Any]) -> bool:
 
 
 def _is_gguf(model: str) -> bool:
-    """A GGUF checkpoint (a `.gguf` file, or `repo:quant` naming one): vLLM reads its weights' header,
-    which this worker does not; ModelConfig then refuses the file as it refuses any other non-folder."""
+    """A GGUF checkpoint named by its `.gguf` file (vLLM also takes a hub `repo:quant` name, refused here as
+    every hub name is). vLLM reads such a file's header, which this worker does not: ModelConfig then
+    refuses it as it refuses any path that is no model folder."""
     return str(model).endswith(".gguf")
 
 
