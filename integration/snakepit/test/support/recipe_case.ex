@@ -84,6 +84,10 @@ defmodule RealClient.RecipeCase do
         Code.eval_string(RealClient.ReadmeRecipe.code!("first-calls", ""))
       end
 
+      test "the README's engine plan runs as shown" do
+        Code.eval_string(RealClient.ReadmeRecipe.code!("plan-an-engine", ""))
+      end
+
       test "the table covers every function the vllm package generates" do
         generated =
           CC.__info__(:functions)
