@@ -121,3 +121,22 @@ DSC_CASES: list[dict[str, Any]] = [
 def test_dynamic_shapes_config(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
     ops = [HASH, REPR, op("eq", other=new("DynamicShapesConfig")), op("deepcopy_eq")]
     check(platform, {"build": build_new("DynamicShapesConfig", **kwargs), "ops": ops})
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        *(
+            {"device": d}
+            for d in ("auto", "cpu", "cuda", "cuda:1", "cpu:0", "tpu", "cuda:x", "cuda:-1", "bogus")
+        ),
+    ],
+    ids=repr,
+)
+def test_device_config(check: Any, platform: str, kwargs: dict[str, Any]) -> None:
+    """``DeviceConfig``: the platform's device type, its hash and repr. vLLM holds a ``torch.device`` in
+    ``device``, this worker its type name (docs/configuration.md): compared by ``str``, which both print
+    alike."""
+    ops = [HASH, REPR, op("get", name="device_type"), op("str", on="device")]
+    check(platform, {"build": build_new("DeviceConfig", **kwargs), "ops": ops, "final": False})

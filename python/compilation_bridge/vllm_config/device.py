@@ -27,8 +27,11 @@ class DeviceConfig:
     `__post_init__`."""
 
     def __repr__(self) -> str:
-        # vLLM holds a torch.device here; print it the way torch does.
-        device = f"device(type={self.device!r})" if self.device is not None else "None"
+        # vLLM holds a torch.device here; print it the way torch does (`cuda:1` has an index).
+        device = "None"
+        if self.device is not None:
+            kind, _, index = str(self.device).partition(":")
+            device = f"device(type={kind!r}, index={int(index)})" if index else f"device(type={kind!r})"
         return f"DeviceConfig(device={device}, device_type={self.device_type!r})"
 
     def compute_hash(self) -> str:
@@ -39,5 +42,29 @@ class DeviceConfig:
         if self.device == "auto":
             self.device_type = current_platform.device_type
         else:
-            self.device_type = str(self.device).split(":")[0]
-        self.device = None if self.device_type == "tpu" else self.device_type
+            # Device type is assigned explicitly: as given, index included (`cuda:1`), as in vLLM
+            self.device_type = str(self.device)
+        if self.device_type == "tpu":  # Some device types require processing inputs on CPU
+            self.device = None
+        else:
+            self.device = _checked_device(self.device_type)
+
+
+# torch 2.13's device types, in the order its error message lists them.
+TORCH_DEVICE_TYPES = (
+    "cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, maia, xla, lazy, vulkan, mps, meta, "
+    "hpu, mtia, privateuseone"
+)
+
+
+def _checked_device(device: str) -> str:
+    """What vLLM's `torch.device(device_type)` accepts (a type, optionally `:index`), with torch's errors;
+    kept as the string."""
+    kind, colon, index = device.partition(":")
+    if kind not in TORCH_DEVICE_TYPES.split(", "):
+        raise RuntimeError(
+            f"Expected one of {TORCH_DEVICE_TYPES} device type at start of device string: {device}"
+        )
+    if colon and not (index.isdigit() and index.isascii()):
+        raise RuntimeError(f"Invalid device string: '{device}'")
+    return device
