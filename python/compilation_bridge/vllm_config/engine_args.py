@@ -372,7 +372,7 @@ class EngineArgs:
         return SpeculativeConfig(**self.speculative_config)
 
     def create_engine_config(
-        self, usage_context: UsageContext | None = None, headless: bool = False
+        self, usage_context: UsageContext | str | None = None, headless: bool = False
     ) -> VllmConfig:
         """
         Create the VllmConfig.
@@ -462,9 +462,8 @@ class EngineArgs:
 
         if load_hf_config(self.model).get("speculators_config") is not None:
             raise NotImplementedError(
-                f"{self.model!r} is a speculators-format checkpoint; this worker does not read the "
-                "speculators "
-                "format: pass the target model and speculative_config={'method': ..., 'model': ...} instead"
+                f"{self.model!r} is a speculators-format checkpoint, which this worker does not read: "
+                "pass the target model and speculative_config={'method': ..., 'model': ...} instead"
             )
 
     def _create_cache_config(self, model_config: ModelConfig) -> CacheConfig:
