@@ -33,48 +33,18 @@ defmodule RealClient.RecipeCase do
       end
 
       test "every function of the generated module answers as vLLM 0.14.0 does" do
-        calls = RealClient.Calls.table()
-        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.Calls.python_call/1))
-
-        mismatches =
-          for {call, want} <- Enum.zip(calls, expected),
-              got = call |> RealClient.Calls.run() |> VllmOracle.plain(),
-              got != want,
-              do:
-                "#{RealClient.Calls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
-
-        assert mismatches == [], Enum.join(mismatches, "\n")
+        {calls, _} = assert_answers_as_vllm(RealClient.Calls)
         assert length(calls) > 100
       end
 
       test "the rest of the configuration family, module by module, reads as vLLM 0.14.0 does" do
-        calls = RealClient.FamilyCalls.table()
-        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.FamilyCalls.python_call/1))
-
-        mismatches =
-          for {call, want} <- Enum.zip(calls, expected),
-              got = call |> RealClient.FamilyCalls.run() |> VllmOracle.plain(),
-              got != want,
-              do:
-                "#{RealClient.FamilyCalls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
-
-        assert mismatches == [], Enum.join(mismatches, "\n")
+        {calls, _} = assert_answers_as_vllm(RealClient.FamilyCalls)
         modules = calls |> Enum.map(&elem(&1, 0)) |> Enum.uniq()
         assert modules == RealClient.FamilyCalls.modules(), "every module has a getter read"
       end
 
       test "EngineArgs |> create_engine_config builds a VllmConfig whose refs read as vLLM 0.14.0's" do
-        calls = RealClient.EngineCalls.table()
-        expected = VllmOracle.answers!(Enum.map(calls, &RealClient.EngineCalls.python_call/1))
-
-        mismatches =
-          for {call, want} <- Enum.zip(calls, expected),
-              got = call |> RealClient.EngineCalls.run() |> VllmOracle.plain(),
-              got != want,
-              do:
-                "#{RealClient.EngineCalls.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
-
-        assert mismatches == [], Enum.join(mismatches, "\n")
+        {_, expected} = assert_answers_as_vllm(RealClient.EngineCalls)
 
         assert Enum.any?(expected, &Map.has_key?(&1, "error")),
                "a refused argument set is compared too"
@@ -263,6 +233,24 @@ defmodule RealClient.RecipeCase do
         assert Pool.eventually(fn -> not Enum.any?(workers, &Pool.alive?/1) end, 20_000)
       end
     end
+  end
+
+  @doc """
+  Runs every call of a table module (`table/0`, `python_call/1`, `run/1`, `describe/1`) through the
+  client, asserts each answer equals vLLM 0.14.0's for the same call, and returns `{calls, vLLM's answers}`.
+  """
+  def assert_answers_as_vllm(table) do
+    calls = table.table()
+    expected = RealClient.VllmOracle.answers!(Enum.map(calls, &table.python_call/1))
+
+    mismatches =
+      for {call, want} <- Enum.zip(calls, expected),
+          got = call |> table.run() |> RealClient.VllmOracle.plain(),
+          got != want,
+          do: "#{table.describe(call)}:\n  got   #{inspect(got)}\n  vLLM  #{inspect(want)}"
+
+    ExUnit.Assertions.assert(mismatches == [], Enum.join(mismatches, "\n"))
+    {calls, expected}
   end
 
   def error({:error, reason}), do: RealClient.VllmOracle.python_error(reason)
