@@ -5,21 +5,21 @@ standard workload (`workload`) interleaved iteration by iteration, the order alt
 noise hits both alike. "On" is what an operator and Snakepit switch on, so whatever observers the worker
 registers with its hub for them are measured: OpenTelemetry exporting to an OTLP/HTTP collector on
 loopback (`SNAKEPIT_OTEL_ENDPOINT`; `testing.otlp_collector`), and Snakepit's telemetry stream, opened
-and enabled as Snakepit does on every worker, and read, as Snakepit reads it, in another process than the
-one making the calls. "Off" has both off, so the hub has no observer. Prints figures; asserts nothing.
-Needs the `otel` extra (the collector decodes OTLP).
+and enabled as Snakepit does on every worker. The collector and the stream's reader each run in a process
+of their own (`sidecar`), as they do in production, not in the one making the calls. "Off" has both off,
+so the hub has no observer. Prints figures; asserts nothing. Needs the `otel` extra (the collector
+decodes OTLP).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from typing import Any
 
 from compilation_bridge.bench import stream_reader, workload
+from compilation_bridge.bench.sidecar import Sidecar
 from compilation_bridge.bench.stats import summary
 from compilation_bridge.settings import OTEL_CONSOLE_ENV, OTEL_ENDPOINT_ENV
 from compilation_bridge.testing.session import SnakeBridgeSession
@@ -30,29 +30,14 @@ SIDES = ("on", "off")
 OFF_ENV = {OTEL_ENDPOINT_ENV: "", OTEL_CONSOLE_ENV: "0"}  # whatever the bench's own environment says
 
 
-class TelemetryStream:
+def telemetry_stream(worker: WorkerProcess) -> Sidecar:
     """Snakepit's telemetry stream to one worker, read in a process of its own as Snakepit reads it
-    (`stream_reader`): opened, enabled with a toggle, its events counted until `close`."""
-
-    def __init__(self, worker: WorkerProcess) -> None:
-        command = [sys.executable, "-m", "compilation_bridge.bench.stream_reader", str(worker.port)]
-        self._reader = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._reader.stdin is not None and self._reader.stdout is not None
-        self._stdin, self._stdout = self._reader.stdin, self._reader.stdout
-        if self._stdout.readline().strip() != stream_reader.OPEN:
-            self._reader.kill()
-            raise RuntimeError("the telemetry stream reader did not start")
-        self.events = 0
-
-    def close(self) -> None:
-        """Counts what the reader received, then ends it."""
-        self._stdin.close()
-        try:
-            self.events = int(self._stdout.readline() or 0)
-            self._reader.wait(10)
-        finally:
-            if self._reader.poll() is None:
-                self._reader.kill()
+    (`stream_reader`): opened, enabled with a toggle, its events counted until it is closed."""
+    reader = Sidecar("compilation_bridge.bench.stream_reader", [str(worker.port)])
+    if reader.ready != stream_reader.OPEN:
+        reader.close()
+        raise RuntimeError(f"the telemetry stream reader said {reader.ready!r}")
+    return reader
 
 
 def _timed(worker: WorkerProcess, session: SnakeBridgeSession, tool: str, payload: Any) -> tuple[float, Any]:
@@ -102,24 +87,23 @@ def _sample(
 
 
 def measure(iterations: int, warmup: int) -> dict[str, Any]:
-    from compilation_bridge.testing.otlp_collector import Collector
-
-    collector = Collector()
+    collector = Sidecar("compilation_bridge.bench.collector_process")
     workers: dict[str, WorkerProcess] = {}
-    stream: TelemetryStream | None = None
+    stream: Sidecar | None = None
+    events = spans = 0
     try:
         workers["on"] = WorkerProcess.spawn(
-            heartbeat_interval_s=None, extra_env={OTEL_ENDPOINT_ENV: collector.endpoint}
+            heartbeat_interval_s=None, extra_env={OTEL_ENDPOINT_ENV: collector.ready}
         )
         workers["off"] = WorkerProcess.spawn(heartbeat_interval_s=None, extra_env=OFF_ENV)
-        stream = TelemetryStream(workers["on"])
+        stream = telemetry_stream(workers["on"])
         samples, cpu_s = _sample(workers, iterations, warmup)
     finally:
         if stream is not None:
-            stream.close()
+            events = stream.close()
         for worker in workers.values():
             worker.terminate()  # the "on" worker delivers its last spans as it stops
-        collector.close()
+        spans = collector.close()
     result: dict[str, Any] = {side: summary(samples[side]) for side in SIDES}
     result["p50_ratio"] = result["on"]["p50_us"] / result["off"]["p50_us"]
     result["p99_ratio"] = result["on"]["p99_us"] / result["off"]["p99_us"]
@@ -127,8 +111,8 @@ def measure(iterations: int, warmup: int) -> dict[str, Any]:
     for side in SIDES:
         result[side]["cpu_us_per_call"] = cpu_s[side] / len(samples[side]) * 1e6
     # Evidence that "on" was on: what the observers delivered.
-    result["spans_exported"] = len(collector.spans())
-    result["telemetry_events"] = stream.events if stream is not None else 0
+    result["spans_exported"] = spans
+    result["telemetry_events"] = events
     result["calls_per_side"] = len(samples["on"])
     return result
 

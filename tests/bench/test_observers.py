@@ -1,0 +1,30 @@
+"""The observers benchmark runs end to end, with its collector and stream reader in processes of their
+own, and shows that "on" was on (figures only; nothing about speed is asserted)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk", reason="the observers benchmark needs the `otel` extra")
+
+from compilation_bridge.bench import observers
+from compilation_bridge.bench.sidecar import Sidecar
+from compilation_bridge.bench.workload import STEPS
+
+
+def test_measure_delivers_spans_and_events_while_on(capsys: pytest.CaptureFixture[str]) -> None:
+    result = observers.measure(iterations=3, warmup=1)
+    calls = 3 * len(STEPS)
+    assert result["calls_per_side"] == calls
+    # Every call of the "on" worker, warm-up included, is a span and two stream events; none of the
+    # "off" worker's is.
+    assert result["spans_exported"] == 4 * len(STEPS)
+    assert result["telemetry_events"] == 2 * 4 * len(STEPS)
+    assert result["p50_ratio"] == result["on"]["p50_us"] / result["off"]["p50_us"]
+    observers.report(result)
+    assert "observers on vs off (12 calls each, interleaved)" in capsys.readouterr().out
+
+
+def test_a_sidecar_that_says_nothing_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="did not start"):
+        Sidecar("compilation_bridge.bench.no_such_module")
