@@ -56,6 +56,7 @@ def _setup_platform(plat: str) -> Any:
         TU._cuda_device_count_stateless = lambda *a, **k: 8  # what ParallelConfig checks world size against
         P._current_platform = K()
         _tolerate_modelinfo_cache_save()
+        _sm90_kernel_support_answers()
     else:
         raise SystemExit(f"usage: oracle_server.py cpu|cuda (got {plat!r})")
     _fixed_host_memory()
@@ -89,6 +90,20 @@ def _tolerate_modelinfo_cache_save() -> None:
             print(f"oracle: model info cache not saved ({type(e).__name__})", file=sys.stderr)
 
     cls._save_modelinfo_to_cache = tolerant_save
+
+
+def _sm90_kernel_support_answers() -> None:
+    """Importing a model module that uses quantization kernels (Jamba, LFM2, LFM2-MoE: vLLM's
+    ``HybridAttentionMambaModelConfig`` resolves the model class to read its Mamba state shapes) asks
+    ``vllm._C`` at import time whether CUTLASS supports FP8 and block FP8 on this device. ``vllm._C`` is
+    absent from this CPU-only oracle environment, so the import raises and vLLM reports that the
+    architecture "failed to be inspected", where a real installation on an sm_90 GPU imports it. The two
+    queries answer here as vLLM's build does for the stand-in's capability 9.0 (both supported since
+    CUDA 12.0); they pick kernels, never config values."""
+    import vllm._custom_ops as ops
+
+    ops.cutlass_scaled_mm_supports_fp8 = lambda cuda_device_capability: True
+    ops.cutlass_scaled_mm_supports_block_fp8 = lambda cuda_device_capability: True
 
 
 def _kernel_free_fusion_table() -> None:
