@@ -16,9 +16,11 @@ from compilation_bridge.vllm_config import (
     CompilationConfig,
     StructuredOutputsConfig,
     VllmConfig,
+    mamba_state,
     model_updates,
 )
-from compilation_bridge.vllm_config.model import ModelConfig
+from compilation_bridge.vllm_config.attention import AttentionBackendEnum
+from compilation_bridge.vllm_config.model import BFLOAT16, ModelConfig
 
 MODELS = Path(__file__).resolve().parents[1] / "differential" / "models"
 
@@ -93,12 +95,74 @@ def test_with_hf_config_takes_a_dict(cpu) -> None:
     assert other.model_config is not config.model_config
 
 
-def test_hybrid_model_refused(cpu, monkeypatch) -> None:
-    """A hybrid attention/mamba model's block sizes need its vLLM model class's mamba state shapes."""
+def test_hybrid_model_planned(cpu, monkeypatch) -> None:
+    """A hybrid attention/mamba model plans: the attention page holds the mamba state, which is padded to
+    it (the values themselves are compared with vLLM in tests/differential/test_hybrid_mamba.py)."""
     monkeypatch.setenv("COMPILATION_BRIDGE_MODEL_ROOTS", str(MODELS))
     model = ModelConfig(model=str(MODELS / "tiny-jamba"), skip_tokenizer_init=True)
-    with pytest.raises(ValidationError, match="JambaForCausalLM: a hybrid attention/mamba model"):
+    config = VllmConfig(model_config=model, cache_config=CacheConfig(enable_prefix_caching=False))
+    cache = config.cache_config
+    attention_page = cache.block_size * model_updates._attention_page_1_token(config)[1]
+    assert cache.block_size % 16 == 0
+    assert cache.mamba_page_size_padded == attention_page >= mamba_state.mamba_state_page_size(config)
+    assert cache.mamba_block_size == model.max_model_len
+
+
+def test_hybrid_architecture_without_readers(cpu, monkeypatch) -> None:
+    """A hybrid architecture missing from the readers' table is a clear error, not a guess."""
+    monkeypatch.setenv("COMPILATION_BRIDGE_MODEL_ROOTS", str(MODELS))
+    model = ModelConfig(model=str(MODELS / "tiny-jamba"), skip_tokenizer_init=True)
+    monkeypatch.delitem(mamba_state.MAMBA_STATE_READERS, "JambaForCausalLM")
+    with pytest.raises(ValidationError, match="JambaForCausalLM: a hybrid attention/mamba architecture"):
         VllmConfig(model_config=model)
+
+
+def _attention_parts(head_size: int, backend: object = None, use_mla: bool = False) -> SimpleNamespace:
+    model = SimpleNamespace(
+        dtype=BFLOAT16, use_mla=use_mla, get_num_kv_heads=lambda parallel: 2, get_head_size=lambda: head_size
+    )
+    return SimpleNamespace(
+        attention_config=SimpleNamespace(backend=backend),
+        cache_config=CacheConfig(),
+        model_config=model,
+        parallel_config=None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("capability", "head_size", "backend", "alignment"),
+    [
+        ((10, 0), 256, None, 32),
+        ((10, 3), 256, AttentionBackendEnum.FLASHINFER, 32),
+        ((10, 0), 256, AttentionBackendEnum.FLASH_ATTN, 16),
+        ((10, 0), 128, None, 16),
+        ((9, 0), 256, None, 16),
+    ],
+)
+def test_hybrid_attention_alignment_on_blackwell(
+    on_platform, capability: tuple[int, int], head_size: int, backend: object, alignment: int
+) -> None:
+    """FlashInfer on a capability-10.x GPU needs blocks of 32 for head size 256 (the oracle's stand-in GPU
+    is sm_90, so only this test reaches the branch)."""
+    platform = on_platform("cuda")
+    platform.capability = capability
+    parts = _attention_parts(head_size, backend)
+    assert model_updates._attention_page_1_token(parts) == (alignment, 2 * 2 * head_size * 2)
+
+
+@pytest.mark.parametrize(("backend", "alignment"), [(None, 64), (AttentionBackendEnum.CUTLASS_MLA, 128)])
+def test_hybrid_attention_alignment_with_mla(cpu, backend: object, alignment: int) -> None:
+    """MLA backends align blocks to 64 (CUTLASS_MLA 128) and cache one latent vector per token."""
+    parts = _attention_parts(576, backend, use_mla=True)
+    parts.cache_config.cache_dtype = "fp8"
+    assert model_updates._attention_page_1_token(parts) == (alignment, 2 * 576 * 1)
+
+
+def test_platform_capability_family(on_platform) -> None:
+    assert on_platform("cpu").is_device_capability_family(100) is False
+    cuda = on_platform("cuda")
+    assert cuda.is_device_capability_family(90) is True
+    assert cuda.is_device_capability_family(100) is False
 
 
 def test_pure_mamba_block_size(cpu, monkeypatch) -> None:

@@ -7,9 +7,19 @@ dict (docs/configuration.md), so vLLM's attribute reads and writes on it are key
 """
 
 from collections.abc import Callable
+from math import lcm
 from typing import Any
 
+from compilation_bridge.vllm_config.attention import AttentionBackendEnum
 from compilation_bridge.vllm_config.logs import logger
+from compilation_bridge.vllm_config.mamba_state import (
+    STR_DTYPE_TO_DTYPE,
+    cdiv,
+    full_attention_page_size,
+    mamba_state_page_size,
+    mla_attention_page_size,
+)
+from compilation_bridge.vllm_config.platforms import current_platform
 
 SEQ_CLS_LOAD_METHODS = ("from_2_way_softmax", "no_post_processing")
 
@@ -80,16 +90,88 @@ def nemotron_h(vllm_config: Any) -> None:
 
 
 def hybrid_attention_mamba(vllm_config: Any) -> None:
-    """vLLM's `HybridAttentionMambaModelConfig` sizes the attention blocks so that an attention page holds
-    a mamba page, from the mamba state's shapes and dtypes that each hybrid model class computes (its
-    `get_mamba_state_shape_from_config`, with the layers' kernels). This worker has no model classes and
-    does not guess them: refused, where leaving the block sizes unaligned would answer unlike vLLM."""
-    architecture = vllm_config.model_config.architecture
-    raise ValueError(
-        f"{architecture}: a hybrid attention/mamba model's block sizes (cache_config.block_size, "
-        "mamba_block_size, mamba_page_size_padded) come from the mamba state shapes its vLLM model class "
-        "computes; this worker has no model classes and does not plan such a model's VllmConfig"
-    )
+    """vLLM's `HybridAttentionMambaModelConfig`: ensure that the page size of attention layers is greater
+    than or equal to the mamba layers'. If not, set the attention block size so that it is; if the attention
+    page is strictly greater than the mamba page, pad the mamba page to make them equal."""
+    # Save the user input before it gets modified by MambaModelConfig
+    mamba_block_size = vllm_config.cache_config.mamba_block_size
+    mamba(vllm_config)
+    model_config = vllm_config.model_config
+    cache_config = vllm_config.cache_config
+    kernel_block_alignment_size, attn_page_size_1_token = _attention_page_1_token(vllm_config)
+    mamba_page_size = mamba_state_page_size(vllm_config)
+    # Model may be marked as is_hybrid but mamba is skipped via config: return directly.
+    if mamba_page_size == 0:
+        return
+    if cache_config.enable_prefix_caching:
+        # With prefix caching the attention block is a multiple of the mamba kernel's chunk size (and of
+        # the backend's alignment) that holds a mamba state; the mamba block follows it.
+        base_chunk_size = mamba_block_size or model_config.get_mamba_chunk_size()
+        attn_tokens_per_mamba_state = cdiv(mamba_page_size, attn_page_size_1_token)
+        chunk_size = lcm(base_chunk_size, kernel_block_alignment_size)
+        attn_block_size = chunk_size * cdiv(attn_tokens_per_mamba_state, chunk_size)
+        cache_config.mamba_block_size = attn_block_size
+    else:
+        # Without prefix caching, the smallest aligned attention block whose page holds a mamba state,
+        # which minimizes the mamba state's padding.
+        attn_block_size = kernel_block_alignment_size * cdiv(
+            mamba_page_size, kernel_block_alignment_size * attn_page_size_1_token
+        )
+    # override attention block size if either (a) the user has not set it or (b) the user has set it
+    # too small.
+    if cache_config.block_size is None or cache_config.block_size < attn_block_size:
+        cache_config.block_size = attn_block_size
+        logger.info(
+            "Setting attention block size to %d tokens "
+            "to ensure that attention page size is >= mamba page size.",
+            attn_block_size,
+        )
+    _pad_mamba_page(cache_config, cache_config.block_size * attn_page_size_1_token, mamba_page_size)
+
+
+def _attention_page_1_token(vllm_config: Any) -> tuple[int, int]:
+    """The attention backend's block alignment and the attention page of one token, in bytes.
+
+    FlashAttention needs blocks of a multiple of 16; MLA backends 64, CUTLASS_MLA 128; FlashInfer on
+    Blackwell (capability family 10.x) 32 for head size 256 (flashinfer-ai/flashinfer#1993)."""
+    attention_config = vllm_config.attention_config
+    cache_config = vllm_config.cache_config
+    model_config = vllm_config.model_config
+    if cache_config.cache_dtype == "auto":
+        kv_cache_dtype = model_config.dtype
+    else:
+        kv_cache_dtype = STR_DTYPE_TO_DTYPE[cache_config.cache_dtype]
+    num_kv_heads = model_config.get_num_kv_heads(vllm_config.parallel_config)
+    if model_config.use_mla:
+        use_cutlass_mla = attention_config.backend == AttentionBackendEnum.CUTLASS_MLA
+        page = mla_attention_page_size(1, num_kv_heads, model_config.get_head_size(), kv_cache_dtype)
+        return (128 if use_cutlass_mla else 64), page
+    kernel_block_alignment_size = 16
+    if (
+        current_platform.is_device_capability_family(100)
+        and model_config.get_head_size() == 256
+        and attention_config.backend in (None, AttentionBackendEnum.FLASHINFER)
+    ):
+        kernel_block_alignment_size = 32
+    page = full_attention_page_size(1, num_kv_heads, model_config.get_head_size(), kv_cache_dtype)
+    return kernel_block_alignment_size, page
+
+
+def _pad_mamba_page(cache_config: Any, attn_page_size: int, mamba_page_size: int) -> None:
+    """Pads the mamba page to exactly the attention page (vLLM's tail of the update)."""
+    assert attn_page_size >= mamba_page_size
+    if attn_page_size == mamba_page_size:
+        # don't need to pad mamba page size
+        return
+    if cache_config.mamba_page_size_padded is None or cache_config.mamba_page_size_padded != attn_page_size:
+        cache_config.mamba_page_size_padded = attn_page_size
+        mamba_padding_pct = 100 * (attn_page_size - mamba_page_size) / mamba_page_size
+        logger.info(
+            "Padding mamba page size by %.2f%% to ensure "
+            "that mamba page size and attention page size are "
+            "exactly equal.",
+            mamba_padding_pct,
+        )
 
 
 def sequence_classification(vllm_config: Any) -> None:

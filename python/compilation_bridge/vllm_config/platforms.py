@@ -46,6 +46,15 @@ class Platform:
     def get_device_capability(self) -> tuple[int, int] | None:
         return None
 
+    def is_device_capability_family(self, capability: int) -> bool:
+        """vLLM's `Platform.is_device_capability_family`: whether the device is any <major>.x of
+        `capability` (e.g. 100 for 10.x, Blackwell); no device (cpu) is no family."""
+        current = self.get_device_capability()
+        if current is None:
+            return False
+        major, minor = current
+        return (major * 10 + minor) // 10 == capability // 10
+
     def device_count(self) -> int:
         return 0
 
