@@ -146,6 +146,8 @@ def test_every_generated_attribute_and_method(
         {"hf_overrides": {"model_max_length": 1024}, "max_model_len": 800},
         {"hf_overrides": {"n_routed_experts": 2, "kv_lora_rank": 8}},
         {"hf_overrides": {"is_encoder_decoder": True}},
+        {"hf_overrides": {"torch_dtype": "float16"}},
+        {"hf_overrides": {"dtype": "float32"}, "runner": "pooling"},
         {"model_impl": "transformers"},
         {"model_impl": "transformers", "runner": "pooling"},
         {"runner": "pooling", "convert": "classify"},

@@ -1210,7 +1210,15 @@ class ModelConfig:
         if self.pooler_config.tok_pooling_type is None:
             self.pooler_config.tok_pooling_type = self._model_info.default_tok_pooling_type
 
-    def _config_dtype(self) -> DType:
+    def _config_dtype(self) -> DType | None:
+        """The dtype vLLM reads of its transformers config; None for one that no platform supports.
+
+        That is a dtype set by hf_overrides: transformers turns config.json's dtype name into a
+        `torch.dtype`, but `config.update` keeps the value given, and a string is none of a platform's
+        dtypes, so vLLM falls back to the preferred one."""
+        overridden = [v for k, v in self.hf_overrides.items() if k in ("torch_dtype", "dtype")]
+        if overridden and overridden[-1] is not None:
+            return None
         name = self.hf_config.get("torch_dtype") or self.hf_config.get("dtype") or "float32"
         return STR_TO_DTYPE.get(str(name).removeprefix("torch."), FLOAT32)
 
@@ -1227,7 +1235,9 @@ class ModelConfig:
                 if not (model_type in _FLOAT16_NOT_SUPPORTED_MODELS and d == FLOAT16)
             ]
             preferred = FLOAT16 if self.runner_type == "pooling" and FLOAT16 in supported else supported[0]
-            resolved = preferred if config_dtype == FLOAT32 else config_dtype
+            # Downcast for float32 models; fall back where the platform lacks the config's dtype.
+            config_dtype = preferred if config_dtype == FLOAT32 else config_dtype
+            resolved = config_dtype if config_dtype in supported else preferred
         elif dtype.lower() in STR_TO_DTYPE:
             resolved = STR_TO_DTYPE[dtype.lower()]
         else:
