@@ -33,3 +33,11 @@ def test_importing_torch_prints_no_numpy_warning() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert WARNING not in done.stderr
+
+
+def test_transformers_is_the_oracles_release() -> None:
+    """vLLM's ModelConfig hash is transformers' JSON of its config, which names the release."""
+    dependencies = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = {r.name: r.specifier for r in map(Requirement, dependencies)}
+    oracle = (REPO / "tests" / "oracle" / "requirements.txt").read_text().splitlines()
+    assert f"transformers{pins['transformers']}" in oracle

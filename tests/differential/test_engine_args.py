@@ -52,9 +52,8 @@ SUB_CONFIGS = (
     "additional_config",
     "optimization_level",
 )
-# The sub-configs' own hashes. VllmConfig's hash also takes ModelConfig's, which hashes vLLM's transformers
-# config object (docs/configuration.md, departures): it is compared wherever no model is involved.
-HASHED = ("device_config", *(name for name in SUB_CONFIGS[:13] if name != "kv_events_config"))
+# The sub-configs' own hashes, ModelConfig's (over transformers' JSON of its config object) among them.
+HASHED = ("model_config", "device_config", *(name for name in SUB_CONFIGS[:13] if name != "kv_events_config"))
 # The CPU platform sizes the KV cache from the machine's memory unless told: told here, on both sides.
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "4"}
 # What the plan reads of the model (its hf_config is a transformers object in vLLM, a dict here).

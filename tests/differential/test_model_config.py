@@ -26,8 +26,9 @@ MODELS = {
 }
 # The attributes of a ModelConfig that the generated module does not read but that say what it resolved.
 RESOLVED = ("runner_type", "convert_type", "model_arch_config", "encoder_config", "original_max_model_len")
-# Its methods without arguments; `compute_hash` differs by design (docs/configuration.md) and
-# `validate_model_config_after` answers the config itself, whose transformers config prints otherwise.
+# Its methods without arguments (`compute_hash` hashes transformers' JSON of the config object, which the
+# worker builds for it); `validate_model_config_after` answers the config itself, whose transformers
+# config prints otherwise.
 NO_ARGUMENTS = (
     "_get_encoder_config",
     "_get_transformers_backend_cls",
@@ -36,6 +37,7 @@ NO_ARGUMENTS = (
     "_verify_cuda_graph",
     "_verify_quantization",
     "_verify_with_expert_parallelism",
+    "compute_hash",
     "get_diff_sampling_param",
     "get_head_size",
     "get_hidden_size",
@@ -148,6 +150,7 @@ def test_every_generated_attribute_and_method(
         {"hf_overrides": {"is_encoder_decoder": True}},
         {"hf_overrides": {"torch_dtype": "float16"}},
         {"hf_overrides": {"dtype": "float32"}, "runner": "pooling"},
+        {"hf_overrides": {"model_type": "mistral", "sliding_window": 64}},
         {"model_impl": "transformers"},
         {"model_impl": "transformers", "runner": "pooling"},
         {"runner": "pooling", "convert": "classify"},
@@ -207,3 +210,35 @@ def test_pipeline_stages(check: Any, platform: str, pp_size: int, rank: int) -> 
         check(platform, request(model_kwargs(model), ops))
     env = {"VLLM_PP_LAYER_PARTITION": "1,3" if pp_size == 2 else "1,1,2"}
     check(platform, {**request(model_kwargs("tiny-lfm2"), ops), "env": env})
+
+
+# Every config-only model folder the tests serve, for the hash: vLLM's own config classes (Medusa) and
+# transformers' alike.
+ALL_MODELS = {"tiny-llama": TINY_LLAMA, **{p.name: p for p in sorted(MODELS_DIR.iterdir()) if p.is_dir()}}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"num_key_value_heads": 1, "vocab_size": 2000},
+        {"rope_theta": 5e5, "initializer_range": 0.5},
+        {"rope_scaling": {"rope_type": "linear", "factor": 2.0}, "hidden_act": "gelu"},
+        {"max_position_embeddings": 1024, "torch_dtype": "float16", "extra_key": [1, 2]},
+    ],
+    ids=repr,
+)
+@pytest.mark.parametrize("model", list(ALL_MODELS))
+def test_the_hash_of_every_model(check: Any, platform: str, model: str, overrides: dict[str, Any]) -> None:
+    """`compute_hash()`, which hashes transformers' JSON of `hf_config` and `hf_text_config`."""
+    kwargs = {"model": str(ALL_MODELS[model]), "skip_tokenizer_init": True, "hf_overrides": overrides}
+    ops = [call("compute_hash"), get("architectures")]
+    check(platform, request(kwargs, ops))
+    check(platform, request({**kwargs, "disable_sliding_window": True, "runner": "pooling"}, ops))
+
+
+def test_the_hash_keeps_what_transformers_derived_at_load(check: Any, platform: str) -> None:
+    """vLLM's LlamaConfig derives `head_dim` from the head count as it loads; hf_overrides applied after
+    leave it, and the hash of that object holds the loaded value."""
+    kwargs = model_kwargs("tiny-llama", hf_overrides={"num_attention_heads": 8})
+    check(platform, request(kwargs, [call("compute_hash")]))

@@ -431,17 +431,10 @@ SUB_CONFIGS = (
 )
 def test_vllm_config_hash(check: Any, platform: str, model: str, cc: dict[str, Any]) -> None:
     """``VllmConfig.compute_hash()`` (10 hex characters over vLLM's version and every sub-config's hash)
-    and the hashes of the sub-configs it combines.
-
-    With a model, vLLM's ModelConfig hash folds in transformers' whole config object (its defaults and
-    version included), which the product does not reproduce: a departure listed in docs/configuration.md.
-    Then the ModelConfig hash, and the VllmConfig hash built on it, are left out; every other one is
-    compared."""
-    with_model = bool(MODELS[model])
-    ops = [
-        *([] if with_model else [call("compute_hash", on="")]),
-        *[op("hash", on=c) for c in SUB_CONFIGS if c != "model_config"],
-    ]
+    and the hashes of the sub-configs it combines; with a model, ModelConfig's hash folds in transformers'
+    JSON of its config object."""
+    hashed = [c for c in SUB_CONFIGS if MODELS[model] or c != "model_config"]
+    ops = [call("compute_hash", on=""), *[op("hash", on=c) for c in hashed]]
     check(platform, vllm_request(cc, model=MODELS[model], ops=ops))
 
 

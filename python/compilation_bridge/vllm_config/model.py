@@ -8,9 +8,11 @@ maps to and that class's flags) comes from the declared table of `model_registry
 
 Here the model's config is the dict read from `config.json` (`hf_config`), where vLLM holds a transformers
 `PretrainedConfig`: keys a file leaves out are absent, where transformers would fill in its model class's
-defaults (docs/configuration.md).
+defaults (docs/configuration.md). Only `compute_hash` builds transformers' object, since vLLM hashes its
+JSON (`hf_config_json`).
 """
 
+import copy
 import warnings
 from collections.abc import Callable
 from dataclasses import InitVar, field
@@ -33,6 +35,7 @@ from compilation_bridge.vllm_config.hf_config import (
     patch_rope_parameters,
     uses_mrope,
 )
+from compilation_bridge.vllm_config.hf_config_json import hf_config_jsons
 from compilation_bridge.vllm_config.logs import logger
 from compilation_bridge.vllm_config.model_arch import (
     HFConfig,
@@ -385,6 +388,8 @@ class ModelConfig:
             raise ValueError("Sleep mode is not supported on current platform.")
 
         hf_config = load_hf_config(self.hf_config_path or self.model)
+        # What vLLM builds its transformers config object from, kept for compute_hash.
+        self._hf_config_source = copy.deepcopy(hf_config)
         hf_config.update(hf_overrides_kw)
         self.hf_config = hf_config
         patch_rope_parameters(hf_config)
@@ -393,6 +398,8 @@ class ModelConfig:
         self.hf_text_config = get_hf_text_config(hf_config)
         if self.hf_text_config is not hf_config:
             patch_rope_parameters(self.hf_text_config)
+        # The dicts as loaded: compute_hash replays on vLLM's object what changes in them from here on.
+        self._hf_config_loaded = (hf_config, self.hf_text_config, copy.deepcopy(hf_config))
         self.attention_chunk_size = self.hf_text_config.get("attention_chunk_size")
         self.encoder_config = self._get_encoder_config()
         self.hf_image_processor_config = read_json(self.model, "preprocessor_config.json") or {}
@@ -1248,10 +1255,76 @@ class ModelConfig:
         return resolved
 
     def compute_hash(self) -> str:
-        # vLLM hashes its full ModelConfig including the transformers config object; this hash covers
-        # the same model facts but is not byte-identical to vLLM's (see docs/configuration.md).
-        ignored = {"tokenizer", "seed", "enforce_eager", "skip_tokenizer_init", "multimodal_config"}
-        return hash_factors(get_hash_factors(self, ignored))
+        """
+        WARNING: Whenever a new field is added to this config,
+        ensure that it is included in the factors list if
+        it affects the computation graph.
+
+        Provide a hash that uniquely identifies all the configs
+        that affect the structure of the computation
+        graph from input ids/embeddings to the final hidden states,
+        excluding anything before input ids/embeddings and after
+        the final hidden states.
+        """
+        factors = get_hash_factors(self, _HASH_IGNORED_FACTORS)
+        # vLLM's configs are transformers objects, hashed as their JSON; ours are dicts (hf_config_json).
+        if (jsons := self._hf_config_jsons()) is not None:
+            factors["hf_config"], factors["hf_text_config"] = jsons
+        return hash_factors(factors)
+
+    def _hf_config_jsons(self) -> tuple[str, str] | None:
+        """vLLM's `to_json_string()` of `hf_config` and `hf_text_config`; None where they cannot be
+        reproduced: a config this instance did not load itself (one assigned to it afterwards), or one
+        hf_config_json does not build."""
+        source = getattr(self, "_hf_config_source", None)
+        config, text_config, loaded = getattr(self, "_hf_config_loaded", (None, None, None))
+        if source is None or self.hf_config is not config or self.hf_text_config is not text_config:
+            return None
+        if not isinstance(self.hf_overrides, dict):
+            return None
+        return hf_config_jsons(
+            source, self.hf_config_path or self.model, self.hf_overrides, loaded, self.hf_config
+        )
+
+
+# vLLM's ModelConfig.compute_hash leaves these out.
+_HASH_IGNORED_FACTORS = frozenset(
+    {
+        "runner",
+        "convert",
+        "tokenizer",
+        "tokenizer_mode",
+        "seed",
+        "hf_config_path",
+        "allowed_local_media_path",
+        "allowed_media_domains",
+        "tokenizer_revision",
+        "spec_target_max_model_len",
+        "enforce_eager",
+        "logprobs_mode",
+        "disable_cascade_attn",
+        "skip_tokenizer_init",
+        "served_model_name",
+        "config_format",
+        "hf_token",
+        "hf_overrides",
+        "logits_processor_pattern",
+        "override_attention_dtype",
+        "logits_processors",
+        "io_processor_plugin",
+        "pooler_config",
+        "multimodal_config",
+        "limit_mm_per_prompt",
+        "media_io_kwargs",
+        "mm_processor_kwargs",
+        "mm_processor_cache_gb",
+        "mm_processor_cache_type",
+        "mm_shm_cache_max_object_size_mb",
+        "mm_encoder_tp_mode",
+        "interleave_mm_strings",
+        "skip_mm_profiling",
+    }
+)
 
 
 def get_served_model_name(model: str, served_model_name: str | list[str] | None) -> str:

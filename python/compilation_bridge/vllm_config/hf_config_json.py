@@ -1,0 +1,425 @@
+"""The JSON that vLLM 0.14.0 hashes for a model's transformers config.
+
+vLLM's `ModelConfig.compute_hash()` hashes `hf_config` and `hf_text_config`, transformers
+`PretrainedConfig` objects, as `to_json_string()`: transformers' diff-dict JSON, which holds the config
+class's own defaults and computed attributes and the transformers version. This worker keeps those configs
+as dicts read from `config.json`, so to hash as vLLM does it builds the object here the way vLLM's
+`get_config` does for a local folder without remote code (vllm/transformers_utils/config.py: transformers'
+`AutoConfig` or one of vLLM's own config classes, the flat hf_overrides through `config.update`, the RoPE
+patches, then `ModelConfig._apply_dict_overrides`), and replays on it whatever the worker changed in its
+dict after loading (vLLM sets those attributes on its object).
+
+transformers is imported here only, and only when a hash is asked for: a worker that never hashes a model
+never loads it. `config.json` is the caller's: nothing is imported by a name it gives except through
+transformers' own `CONFIG_MAPPING`, remote code is never allowed, and a config that cannot be built (or a
+model type whose class vLLM defines itself and this module does not port) answers None, for the caller to
+fall back to hashing the dict.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+# vLLM's `_CONFIG_REGISTRY`: model types whose config class vLLM defines itself; of those only Medusa's and
+# LFM2-MoE's are ported below (served test models), the others are not reproduced.
+_VLLM_CONFIG_TYPES = frozenset(
+    {
+        "afmoe",
+        "bagel",
+        "chatglm",
+        "deepseek_vl_v2",
+        "deepseek_v32",
+        "flex_olmo",
+        "hunyuan_vl",
+        "isaac",
+        "kimi_linear",
+        "kimi_vl",
+        "RefinedWeb",
+        "RefinedWebModel",
+        "jais",
+        "mlp_speculator",
+        "medusa",
+        "midashenglm",
+        "eagle",
+        "speculators",
+        "nemotron",
+        "olmo3",
+        "ovis",
+        "ultravox",
+        "step3_vl",
+        "step3_text",
+        "qwen3_next",
+        "lfm2_moe",
+        "tarsier2",
+    }
+)
+# transformers' attention layer types (`ALLOWED_ATTENTION_LAYER_TYPES`): keys of per-layer RoPE parameters.
+_ATTENTION_LAYER_TYPES = frozenset(
+    {"full_attention", "sliding_attention", "chunked_attention", "linear_attention"}
+)
+
+
+@functools.cache
+def _medusa_config_class() -> Any:
+    """vLLM's `MedusaConfig` (vllm/transformers_utils/configs/medusa.py), without its `from_pretrained`
+    key renaming, which `_vllm_config` applies to the dict."""
+    from transformers import PretrainedConfig
+
+    class MedusaConfig(PretrainedConfig):
+        model_type = "medusa"
+
+        def __init__(
+            self,
+            hidden_size: int = 4096,
+            vocab_size: int = 32001,
+            num_heads: int = 5,
+            num_hidden_layers: int = 1,
+            max_paths: int = 64,
+            topk: int = 10,
+            truncated_vocab_size: int | None = None,
+            **kwargs: Any,
+        ) -> None:
+            self.hidden_size = hidden_size
+            self.vocab_size = vocab_size
+            self.num_heads = num_heads
+            self.num_hidden_layers = num_hidden_layers
+            self.max_paths = max_paths
+            self.topk = topk
+            self.max_seq_len = 2**20
+            self.truncated_vocab_size = vocab_size if truncated_vocab_size is None else truncated_vocab_size
+            if "architectures" not in kwargs:
+                kwargs["architectures"] = ["MedusaModel"]
+            super().__init__(**kwargs)
+
+        @property
+        def num_attention_heads(self) -> int:
+            return 0
+
+        @property
+        def num_lookahead_tokens(self) -> int:
+            return self.num_heads
+
+        @num_lookahead_tokens.setter
+        def num_lookahead_tokens(self, num_lookahead_tokens: int) -> None:
+            self.num_heads = num_lookahead_tokens
+
+    return MedusaConfig
+
+
+@functools.cache
+def _lfm2_moe_config_class() -> Any:
+    """vLLM's `Lfm2MoeConfig` (vllm/transformers_utils/configs/lfm2_moe.py)."""
+    from transformers import PretrainedConfig
+
+    class Lfm2MoeConfig(PretrainedConfig):
+        model_type = "lfm2_moe"
+        keys_to_ignore_at_inference = ["past_key_values"]
+
+        def __init__(
+            self,
+            vocab_size: int = 65536,
+            hidden_size: int = 2048,
+            intermediate_size: int = 7168,
+            moe_intermediate_size: int = 1792,
+            num_hidden_layers: int = 32,
+            pad_token_id: int = 0,
+            bos_token_id: int = 1,
+            eos_token_id: int = 2,
+            tie_word_embeddings: bool = True,
+            rope_parameters: dict[str, Any] | None = None,
+            max_position_embeddings: int = 128_000,
+            use_cache: bool = True,
+            norm_eps: float = 0.00001,
+            num_attention_heads: int = 32,
+            num_key_value_heads: int = 8,
+            conv_bias: bool = False,
+            conv_L_cache: int = 3,
+            num_dense_layers: int = 2,
+            num_experts_per_tok: int = 4,
+            num_experts: int = 32,
+            use_expert_bias: bool = True,
+            routed_scaling_factor: float = 1.0,
+            norm_topk_prob: bool = True,
+            layer_types: list[str] | None = None,
+            **kwargs: Any,
+        ) -> None:
+            self.vocab_size = vocab_size
+            self.hidden_size = hidden_size
+            self.intermediate_size = intermediate_size
+            self.num_hidden_layers = num_hidden_layers
+            rope_theta = kwargs.pop("rope_theta", 1000000.0)
+            if rope_parameters is None:
+                rope_parameters = {"rope_type": "default", "rope_theta": rope_theta}
+            self.rope_parameters = rope_parameters
+            self.max_position_embeddings = max_position_embeddings
+            self.use_cache = use_cache
+            self.norm_eps = norm_eps
+            self.num_attention_heads = num_attention_heads
+            self.num_key_value_heads = num_key_value_heads
+            self.conv_bias = conv_bias
+            self.conv_L_cache = conv_L_cache
+            self.num_dense_layers = num_dense_layers
+            self.moe_intermediate_size = moe_intermediate_size
+            self.num_experts_per_tok = num_experts_per_tok
+            self.num_experts = num_experts
+            self.use_expert_bias = use_expert_bias
+            self.routed_scaling_factor = routed_scaling_factor
+            self.norm_topk_prob = norm_topk_prob
+            self.layer_types = layer_types
+            tie_word_embeddings = kwargs.get("tie_embedding", tie_word_embeddings)  # original config keys
+            super().__init__(
+                pad_token_id=pad_token_id,
+                bos_token_id=bos_token_id,
+                eos_token_id=eos_token_id,
+                tie_word_embeddings=tie_word_embeddings,
+                **kwargs,
+            )
+
+    return Lfm2MoeConfig
+
+
+def _lfm2_moe_config(config_dict: dict[str, Any], name_or_path: str) -> Any:
+    return _lfm2_moe_config_class().from_dict(config_dict, name_or_path=name_or_path)
+
+
+def _medusa_config(config_dict: dict[str, Any], name_or_path: str) -> Any:
+    # MedusaConfig.from_pretrained renames the head and layer counts of older Medusa checkpoints.
+    for k in list(config_dict):
+        if "num" in k:
+            if "heads" in k:
+                config_dict["num_heads"] = config_dict.pop(k)
+            elif "layers" in k:
+                config_dict["num_hidden_layers"] = config_dict.pop(k)
+    return _medusa_config_class().from_dict(config_dict, name_or_path=name_or_path)
+
+
+def _auto_config(config_dict: dict[str, Any], name_or_path: str) -> Any:
+    """transformers' `AutoConfig.from_pretrained` on a folder, from its already read `config.json`, with
+    `trust_remote_code=False`: the class only ever comes from `CONFIG_MAPPING`."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    model_type = config_dict.get("model_type")
+    if model_type is None:
+        # AutoConfig's fallback: the longest model type found in the model's name.
+        for pattern in sorted(CONFIG_MAPPING.keys(), key=len, reverse=True):
+            if pattern in name_or_path:
+                return CONFIG_MAPPING[pattern].from_dict(config_dict, name_or_path=name_or_path)
+        raise ValueError("no model_type")
+    if model_type == "mistral" and "layer_types" in config_dict:
+        config_dict["model_type"] = "ministral"  # AutoConfig's alternating-attention heuristic
+    # A KeyError for a type transformers does not know, as AutoConfig's own refusal.
+    return CONFIG_MAPPING[config_dict["model_type"]].from_dict(config_dict, name_or_path=name_or_path)
+
+
+# The config classes of vLLM's own ported here (those of the served test models), by model type.
+_PORTED: dict[str, Callable[[dict[str, Any], str], Any]] = {
+    "medusa": _medusa_config,
+    "lfm2_moe": _lfm2_moe_config,
+}
+
+
+def _load(source: dict[str, Any], name_or_path: str, hf_overrides_kw: dict[str, Any]) -> Any | None:
+    """vLLM's `HFConfigParser.parse`: one of its own classes for the types it registers, else AutoConfig."""
+    config_dict = copy.deepcopy(source)
+    model_type = config_dict.get("model_type")
+    if model_type is None and config_dict.get("speculators_config") is not None:
+        model_type = "speculators"
+    model_type = hf_overrides_kw.get("model_type", model_type)
+    if model_type in _PORTED:
+        config = _PORTED[model_type](config_dict, name_or_path)
+    elif model_type in _VLLM_CONFIG_TYPES:
+        return None
+    else:
+        config = _auto_config(config_dict, name_or_path)
+    # `_maybe_remap_hf_config_attrs`
+    if hasattr(config, "llm_config") and not hasattr(config, "text_config"):
+        config.update({"text_config": config.llm_config})
+    return config
+
+
+def _set_architectures(config: Any) -> None:
+    """`get_config`'s architecture for a config without one: the base model class of its type."""
+    from transformers.models.auto.modeling_auto import MODEL_MAPPING_NAMES
+
+    if not config.architectures and config.model_type in MODEL_MAPPING_NAMES:
+        config.update({"architectures": [MODEL_MAPPING_NAMES[config.model_type]]})
+
+
+def _getattr_iter(obj: object, names: list[str]) -> Any:
+    return next((getattr(obj, name) for name in names if hasattr(obj, name)), None)
+
+
+def _patch_rope_parameters(config: Any) -> None:
+    """vLLM's `patch_rope_parameters` under transformers 4: legacy RoPE fields into `rope_parameters`."""
+    rope_theta = _getattr_iter(config, ["rope_theta", "rotary_emb_base"])
+    partial_rotary_factor = _getattr_iter(
+        config, ["partial_rotary_factor", "rotary_pct", "rotary_emb_fraction"]
+    )
+    ompe = getattr(config, "original_max_position_embeddings", None)
+    if (rope_scaling := getattr(config, "rope_scaling", None)) is not None:
+        config.rope_parameters = rope_scaling  # the same dict: vLLM's patches below show in both
+    if (rope_theta is not None or partial_rotary_factor is not None or ompe is not None) and not getattr(
+        config, "rope_parameters", None
+    ):
+        config.rope_parameters = {"rope_type": "default"}
+    if rope_theta is not None:
+        config.rope_parameters["rope_theta"] = rope_theta
+    if partial_rotary_factor is not None:
+        config.rope_parameters["partial_rotary_factor"] = partial_rotary_factor
+    if ompe is not None:
+        config.rope_parameters["original_max_position_embeddings"] = ompe
+    rope_parameters = getattr(config, "rope_parameters", None)
+    if rope_parameters is None:
+        return
+    nested = bool(rope_parameters) and set(rope_parameters).issubset(_ATTENTION_LAYER_TYPES)
+    for parameters in rope_parameters.values() if nested else [rope_parameters]:
+        _patch_rope_parameters_dict(parameters)
+
+
+def _patch_rope_parameters_dict(rope_parameters: dict[str, Any]) -> None:
+    if "rope_type" in rope_parameters and "type" in rope_parameters:
+        rope_type, legacy = rope_parameters["rope_type"], rope_parameters["type"]
+        renamed = {("su", "longrope"), ("mrope", "default")}  # legacy names vLLM renames below
+        if (legacy, rope_type) not in renamed and rope_type != legacy:
+            raise ValueError(f"conflicting rope_type={rope_type} and type={legacy}")
+    if "rope_type" not in rope_parameters and "type" in rope_parameters:
+        rope_parameters["rope_type"] = rope_parameters["type"]
+    if "rope_type" not in rope_parameters:
+        raise ValueError("rope_parameters should have a 'rope_type' key")
+    if rope_parameters["rope_type"] == "su":
+        rope_parameters["rope_type"] = "longrope"
+    elif rope_parameters["rope_type"] == "mrope":
+        if "mrope_section" not in rope_parameters:
+            raise ValueError("Legacy rope_type 'mrope' requires 'mrope_section' in rope_parameters")
+        rope_parameters["rope_type"] = "default"
+
+
+def _patch_all_rope_parameters(config: Any) -> None:
+    """`get_config` patches RoPE everywhere it may be: the config, its text config, its sub-configs."""
+    _patch_rope_parameters(config)
+    _patch_rope_parameters(config.get_text_config())
+    for name in getattr(config, "sub_configs", None) or {}:
+        _patch_rope_parameters(getattr(config, name, None))
+
+
+def _update_nested(target: Any, updates: dict[str, Any]) -> None:
+    """vLLM's `ModelConfig._update_nested` on a config object or dict."""
+    for key, value in updates.items():
+        if isinstance(value, dict):
+            nested = target.get(key) if isinstance(target, dict) else getattr(target, key, None)
+            if nested is not None and (isinstance(nested, dict) or hasattr(nested, "__dict__")):
+                _update_nested(nested, value)
+                continue
+        if isinstance(target, dict):
+            target[key] = value
+        else:
+            setattr(target, key, value)
+
+
+def _apply_dict_overrides(config: Any, overrides: dict[str, Any]) -> None:
+    """vLLM's `ModelConfig._apply_dict_overrides`: a sub-config is updated, anything else set."""
+    from transformers import PretrainedConfig
+
+    for key, value in overrides.items():
+        attr = getattr(config, key, None)
+        if attr is not None and isinstance(attr, PretrainedConfig):
+            _update_nested(attr, copy.deepcopy(value))
+        else:
+            setattr(config, key, copy.deepcopy(value))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of the same types all the way down (`1 == True == 1.0` must not hide a change)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _replay(target: Any, before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Set on the object what the worker changed in its dict after loading, as vLLM sets attributes."""
+    from transformers import PretrainedConfig
+
+    for key in before.keys() - after.keys():
+        if hasattr(target, key):
+            delattr(target, key)
+    for key, value in after.items():
+        old = before.get(key)
+        if key in before and _same(old, value):
+            continue
+        attr = getattr(target, key, None)
+        if isinstance(attr, PretrainedConfig) and isinstance(old, dict) and isinstance(value, dict):
+            _replay(attr, old, value)
+        else:
+            setattr(target, key, copy.deepcopy(value))
+
+
+def _build(
+    source: dict[str, Any],
+    name_or_path: str,
+    hf_overrides: dict[str, Any],
+    loaded: dict[str, Any],
+    current: dict[str, Any],
+) -> tuple[str, str] | None:
+    hf_overrides_kw = {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
+    dict_overrides = {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}
+    config = _load(source, name_or_path, hf_overrides_kw)
+    if config is None:
+        return None
+    _set_architectures(config)
+    if (quantization_config := source.get("quantization_config")) is not None:
+        config.quantization_config = copy.deepcopy(quantization_config)
+    if hf_overrides_kw:
+        config.update(copy.deepcopy(hf_overrides_kw))
+    _patch_all_rope_parameters(config)
+    if dict_overrides:
+        _apply_dict_overrides(config, dict_overrides)
+    _replay(config, loaded, current)
+    return config.to_json_string(), config.get_text_config().to_json_string()
+
+
+# Built JSONs by the `repr` of what they were built from, the oldest dropped first.
+_CACHE: OrderedDict[str, tuple[str, str] | None] = OrderedDict()
+_CACHE_SIZE = 64
+_CACHE_LOCK = threading.Lock()  # the worker hashes on several threads
+
+
+def hf_config_jsons(
+    source: dict[str, Any],
+    name_or_path: str,
+    hf_overrides: dict[str, Any],
+    loaded: dict[str, Any],
+    current: dict[str, Any],
+) -> tuple[str, str] | None:
+    """`to_json_string()` of vLLM's `hf_config` and `hf_text_config` for a model whose `config.json` held
+    `source`, opened as `name_or_path` with `hf_overrides`, whose worker dict was `loaded` once loaded and
+    is `current` now; None when this module cannot build vLLM's object.
+
+    Cached on the `repr` of its arguments, taken now: the dicts are mutable, and a `repr` tells `1`, `1.0`
+    and `True` apart. Building the object costs milliseconds and a config is hashed on every plan."""
+    key = repr((source, name_or_path, hf_overrides, loaded, current))
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            _CACHE.move_to_end(key)
+            return _CACHE[key]
+    try:
+        result = _build(source, name_or_path, hf_overrides, loaded, current)
+    except Exception as e:  # any failure on a caller's config: the caller falls back, the worker lives
+        logger.info("transformers config for %s not reproduced (%s: %s)", name_or_path, type(e).__name__, e)
+        result = None
+    with _CACHE_LOCK:
+        _CACHE[key] = result
+        if len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return result

@@ -1,0 +1,126 @@
+"""ModelConfig's hash over transformers' JSON of its config (vllm_config/hf_config_json.py) on what the
+differential tests do not serve: configs a caller writes (vLLM's own config classes, unknown model types,
+remote code, configs transformers refuses), which fall back to hashing the dict and never fail the
+worker, and a config changed after construction, which the cache must not hide."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compilation_bridge.refs import state
+from compilation_bridge.settings import MODEL_ROOTS_ENV
+from compilation_bridge.vllm_config import ModelConfig
+from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors
+from compilation_bridge.vllm_config.hf_config_json import hf_config_jsons
+from compilation_bridge.vllm_config.model import _HASH_IGNORED_FACTORS
+
+LLAMA = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "num_hidden_layers": 2,
+    "max_position_embeddings": 256,
+    "torch_dtype": "bfloat16",
+}
+
+
+def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config: dict[str, Any]) -> str:
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    monkeypatch.setenv(MODEL_ROOTS_ENV, str(tmp_path))
+    return str(tmp_path)
+
+
+def dict_hash(config: ModelConfig) -> str:
+    """The hash with the configs hashed as the dicts they are here (the fallback)."""
+    return hash_factors(get_hash_factors(config, _HASH_IGNORED_FACTORS))
+
+
+def test_the_hash_holds_transformers_json_of_the_config(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    jsons = config._hf_config_jsons()
+    assert jsons is not None
+    built = json.loads(jsons[0])
+    # The class's defaults, vLLM's RoPE patch, `dtype` for `torch_dtype`, the transformers release.
+    assert built["rms_norm_eps"] == 1e-06 and built["head_dim"] == 16
+    assert built["rope_parameters"] == {"rope_type": "default", "rope_theta": 10000.0}
+    assert built["dtype"] == "bfloat16" and "torch_dtype" not in built
+    assert built["transformers_version"] == "4.57.6"
+    assert jsons[1] == jsons[0]  # a text-only model's text config is its config
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {**LLAMA, "model_type": "chatglm"},  # a config class vLLM defines itself, not ported
+        {**LLAMA, "model_type": "no_such_type"},
+        {**LLAMA, "model_type": "__import__('os')"},
+        {**LLAMA, "num_attention_heads": 0},  # LlamaConfig divides by it
+    ],
+    ids=repr,
+)
+def test_a_config_that_cannot_be_built_is_hashed_as_its_dict(config: dict[str, Any]) -> None:
+    assert hf_config_jsons(config, "m", {}, config, config) is None
+
+
+def test_remote_code_is_never_run(tmp_path: Path) -> None:
+    (tmp_path / "evil_config.py").write_text("raise SystemExit('remote code ran')\n")
+    config = {**LLAMA, "auto_map": {"AutoConfig": "evil_config.EvilConfig"}}
+    jsons = hf_config_jsons(config, str(tmp_path), {}, config, config)
+    assert jsons is not None and json.loads(jsons[0])["auto_map"] == config["auto_map"]
+    assert "evil_config" not in sys.modules
+
+
+def test_a_vllm_config_type_the_worker_serves_falls_back(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, {**LLAMA, "model_type": "chatglm"}))
+    assert config._hf_config_jsons() is None
+    assert config.compute_hash() == dict_hash(config)
+
+
+def test_a_change_after_construction_changes_the_hash(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    before = config.compute_hash()
+    config.hf_text_config["sliding_window"] = 32
+    assert config.compute_hash() != before
+    assert '"sliding_window": 32' in config._hf_config_jsons()[0]  # type: ignore[index]
+    del config.hf_text_config["sliding_window"]
+    assert config.compute_hash() == before
+
+
+def test_a_config_assigned_afterwards_is_hashed_as_its_dict(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    config.hf_config = config.hf_text_config = dict(config.hf_config)
+    assert config._hf_config_jsons() is None
+    assert config.compute_hash() == dict_hash(config)
+
+
+def test_the_worker_imports_no_transformers() -> None:
+    code = "import sys, compilation_bridge.worker; print('transformers' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_a_config_from_the_ref_store_hashes_the_same(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another worker rebuilds the config from its stored state: the loaded dicts stay the same objects."""
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    config.hf_config["sliding_window"] = 16
+    restored = state.decode(state.encode(config))
+    assert restored._hf_config_jsons() is not None
+    assert restored.compute_hash() == config.compute_hash()
