@@ -124,3 +124,19 @@ def test_a_config_from_the_ref_store_hashes_the_same(
     restored = state.decode(state.encode(config))
     assert restored._hf_config_jsons() is not None
     assert restored.compute_hash() == config.compute_hash()
+
+
+@pytest.mark.parametrize(
+    "config, name, model_type",
+    [
+        # AutoConfig's heuristic: a Mistral config with per-layer attention types is a Ministral one.
+        ({**LLAMA, "model_type": "mistral", "layer_types": ["full_attention"] * 2}, "m", "ministral"),
+        # Without a model type AutoConfig takes the longest one the model's name holds.
+        ({k: v for k, v in LLAMA.items() if k != "model_type"}, "models/tiny-mixtral-x", "mixtral"),
+    ],
+)
+def test_the_class_is_picked_as_auto_config_picks_it(
+    config: dict[str, Any], name: str, model_type: str
+) -> None:
+    jsons = hf_config_jsons(config, name, {}, config, config)
+    assert jsons is not None and json.loads(jsons[0])["model_type"] == model_type

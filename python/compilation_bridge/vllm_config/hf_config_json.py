@@ -206,14 +206,13 @@ def _auto_config(config_dict: dict[str, Any], name_or_path: str) -> Any:
     `trust_remote_code=False`: the class only ever comes from `CONFIG_MAPPING`."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    model_type = config_dict.get("model_type")
-    if model_type is None:
+    if "model_type" not in config_dict:
         # AutoConfig's fallback: the longest model type found in the model's name.
         for pattern in sorted(CONFIG_MAPPING.keys(), key=len, reverse=True):
             if pattern in name_or_path:
                 return CONFIG_MAPPING[pattern].from_dict(config_dict, name_or_path=name_or_path)
         raise ValueError("no model_type")
-    if model_type == "mistral" and "layer_types" in config_dict:
+    if config_dict["model_type"] == "mistral" and "layer_types" in config_dict:
         config_dict["model_type"] = "ministral"  # AutoConfig's alternating-attention heuristic
     # A KeyError for a type transformers does not know, as AutoConfig's own refusal.
     return CONFIG_MAPPING[config_dict["model_type"]].from_dict(config_dict, name_or_path=name_or_path)
