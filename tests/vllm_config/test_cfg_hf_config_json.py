@@ -115,6 +115,36 @@ def test_the_worker_imports_no_transformers() -> None:
     assert done.stdout.strip() == "False"
 
 
+# A fresh process hashing the bundled tiny Llama: the hash, whether torch got imported, USE_TORCH afterwards.
+HASH_IN_A_FRESH_PROCESS = """
+import os, sys
+if sys.argv[1] == "transformers-first":
+    import transformers.models.auto.configuration_auto  # with torch, as vLLM's process has it
+from compilation_bridge.vllm_config import ModelConfig
+from compilation_bridge.vllm_config.platforms import set_platform
+set_platform("cpu")
+config = ModelConfig(model="tiny-llama")
+print(config.compute_hash(), "torch" in sys.modules, os.environ.get("USE_TORCH"))
+"""
+
+
+def test_a_model_hash_loads_transformers_without_torch_and_hashes_alike() -> None:
+    """The first model hash of a worker loads transformers with torch support off (importing torch took
+    seconds), leaves the environment as it was, and hashes as transformers with torch does."""
+
+    def run(mode: str) -> list[str]:
+        command = [sys.executable, "-c", HASH_IN_A_FRESH_PROCESS, mode]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert "None of PyTorch" not in done.stderr
+        return done.stdout.split()
+
+    alone, after_transformers = run("alone"), run("transformers-first")
+    assert alone[1:] == ["False", "None"]
+    assert after_transformers[1] == "True"
+    assert alone[0] == after_transformers[0]
+
+
 def test_a_config_from_the_ref_store_hashes_the_same(
     cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -10,7 +10,12 @@ patches, then `ModelConfig._apply_dict_overrides`), and replays on it whatever t
 dict after loading (vLLM sets those attributes on its object).
 
 transformers is imported here only, and only when a hash is asked for: a worker that never hashes a model
-never loads it. `config.json` is the caller's: nothing is imported by a name it gives except through
+never loads it. It is loaded with its torch support off (`_load_transformers`): with it on, importing
+transformers imports torch, and a worker's first model hash took four seconds, as long as vLLM's whole
+import; a config class builds the same object either way (a dtype stays its name where transformers
+would hold the torch dtype, and `to_json_string` writes the name in both cases).
+
+`config.json` is the caller's: nothing is imported by a name it gives except through
 transformers' own `CONFIG_MAPPING`, remote code is never allowed, and a config that cannot be built (or a
 model type whose class vLLM defines itself and this module does not port) answers None, for the caller to
 fall back to hashing the dict.
@@ -21,6 +26,8 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -364,6 +371,28 @@ def _replay(target: Any, before: dict[str, Any], after: dict[str, Any]) -> None:
             setattr(target, key, copy.deepcopy(value))
 
 
+# Read by transformers once, when it is first imported: torch support off, and no advice to install torch.
+_IMPORT_ENV = {"USE_TORCH": "0", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+
+
+@functools.cache
+def _load_transformers() -> None:
+    """Imports transformers without torch, unless something in this process imported it already (the
+    objects, and so their JSON, are the same either way). The environment is as it was afterwards."""
+    if "transformers" in sys.modules:
+        return
+    saved = {name: os.environ.get(name) for name in _IMPORT_ENV}
+    os.environ.update(_IMPORT_ENV)
+    try:
+        import transformers.models.auto.configuration_auto  # noqa: F401
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _build(
     source: dict[str, Any],
     name_or_path: str,
@@ -371,6 +400,7 @@ def _build(
     loaded: dict[str, Any],
     current: dict[str, Any],
 ) -> tuple[str, str] | None:
+    _load_transformers()
     hf_overrides_kw = {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
     dict_overrides = {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}
     config = _load(source, name_or_path, hf_overrides_kw)
