@@ -7,10 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from compilation_bridge.vllm_config.env import raw
-from compilation_bridge.vllm_config.model_arch import HFConfig, getattr_iter
+from compilation_bridge.vllm_config.model_arch import ConfigFields, HFConfig, getattr_iter
 
 
-def patch_rope_parameters(config: HFConfig) -> None:
+def patch_rope_parameters(config: ConfigFields) -> None:
     """vLLM's `patch_rope_parameters` for transformers 4: legacy RoPE fields into `rope_parameters`."""
     rope_theta = getattr_iter(config, ["rope_theta", "rotary_emb_base"], None)
     partial_rotary_factor = getattr_iter(

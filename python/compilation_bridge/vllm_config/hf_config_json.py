@@ -33,6 +33,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from compilation_bridge.vllm_config.hf_config import patch_rope_parameters
+
 logger = logging.getLogger(__name__)
 
 # vLLM's `_CONFIG_REGISTRY`: model types whose config class vLLM defines itself; of those only Medusa's and
@@ -67,10 +69,6 @@ _VLLM_CONFIG_TYPES = frozenset(
         "lfm2_moe",
         "tarsier2",
     }
-)
-# transformers' attention layer types (`ALLOWED_ATTENTION_LAYER_TYPES`): keys of per-layer RoPE parameters.
-_ATTENTION_LAYER_TYPES = frozenset(
-    {"full_attention", "sliding_attention", "chunked_attention", "linear_attention"}
 )
 
 
@@ -259,61 +257,37 @@ def _set_architectures(config: Any) -> None:
         config.update({"architectures": [MODEL_MAPPING_NAMES[config.model_type]]})
 
 
-def _getattr_iter(obj: object, names: list[str]) -> Any:
-    return next((getattr(obj, name) for name in names if hasattr(obj, name)), None)
+class AttributeView:
+    """A transformers config object's attributes read and written as `hf_config.patch_rope_parameters`
+    reads and writes the worker's dict, so that vLLM's patch is written once for both."""
 
+    __slots__ = ("_config",)
 
-def _patch_rope_parameters(config: Any) -> None:
-    """vLLM's `patch_rope_parameters` under transformers 4: legacy RoPE fields into `rope_parameters`."""
-    rope_theta = _getattr_iter(config, ["rope_theta", "rotary_emb_base"])
-    partial_rotary_factor = _getattr_iter(
-        config, ["partial_rotary_factor", "rotary_pct", "rotary_emb_fraction"]
-    )
-    ompe = getattr(config, "original_max_position_embeddings", None)
-    if (rope_scaling := getattr(config, "rope_scaling", None)) is not None:
-        config.rope_parameters = rope_scaling  # the same dict: vLLM's patches below show in both
-    if (rope_theta is not None or partial_rotary_factor is not None or ompe is not None) and not getattr(
-        config, "rope_parameters", None
-    ):
-        config.rope_parameters = {"rope_type": "default"}
-    if rope_theta is not None:
-        config.rope_parameters["rope_theta"] = rope_theta
-    if partial_rotary_factor is not None:
-        config.rope_parameters["partial_rotary_factor"] = partial_rotary_factor
-    if ompe is not None:
-        config.rope_parameters["original_max_position_embeddings"] = ompe
-    rope_parameters = getattr(config, "rope_parameters", None)
-    if rope_parameters is None:
-        return
-    nested = bool(rope_parameters) and set(rope_parameters).issubset(_ATTENTION_LAYER_TYPES)
-    for parameters in rope_parameters.values() if nested else [rope_parameters]:
-        _patch_rope_parameters_dict(parameters)
+    def __init__(self, config: Any) -> None:
+        self._config = config
 
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and hasattr(self._config, name)
 
-def _patch_rope_parameters_dict(rope_parameters: dict[str, Any]) -> None:
-    if "rope_type" in rope_parameters and "type" in rope_parameters:
-        rope_type, legacy = rope_parameters["rope_type"], rope_parameters["type"]
-        renamed = {("su", "longrope"), ("mrope", "default")}  # legacy names vLLM renames below
-        if (legacy, rope_type) not in renamed and rope_type != legacy:
-            raise ValueError(f"conflicting rope_type={rope_type} and type={legacy}")
-    if "rope_type" not in rope_parameters and "type" in rope_parameters:
-        rope_parameters["rope_type"] = rope_parameters["type"]
-    if "rope_type" not in rope_parameters:
-        raise ValueError("rope_parameters should have a 'rope_type' key")
-    if rope_parameters["rope_type"] == "su":
-        rope_parameters["rope_type"] = "longrope"
-    elif rope_parameters["rope_type"] == "mrope":
-        if "mrope_section" not in rope_parameters:
-            raise ValueError("Legacy rope_type 'mrope' requires 'mrope_section' in rope_parameters")
-        rope_parameters["rope_type"] = "default"
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return getattr(self._config, name)
+        except AttributeError:
+            raise KeyError(name) from None
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        setattr(self._config, name, value)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self._config, name, default)
 
 
 def _patch_all_rope_parameters(config: Any) -> None:
     """`get_config` patches RoPE everywhere it may be: the config, its text config, its sub-configs."""
-    _patch_rope_parameters(config)
-    _patch_rope_parameters(config.get_text_config())
+    patch_rope_parameters(AttributeView(config))
+    patch_rope_parameters(AttributeView(config.get_text_config()))
     for name in getattr(config, "sub_configs", None) or {}:
-        _patch_rope_parameters(getattr(config, name, None))
+        patch_rope_parameters(AttributeView(getattr(config, name, None)))
 
 
 def _update_nested(target: Any, updates: dict[str, Any]) -> None:

@@ -9,7 +9,7 @@ What the convertors derive (sizes, heads, experts, quantization config, the leng
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass
@@ -19,11 +19,25 @@ from compilation_bridge.vllm_config.hashing import vllm_name
 
 HFConfig = dict[str, Any]
 
+
+class ConfigFields(Protocol):
+    """What vLLM's readers of a model's config use of it: a dict here, or a view of a transformers
+    config object's attributes (`hf_config_json.AttributeView`)."""
+
+    def __contains__(self, name: object) -> bool: ...
+
+    def __getitem__(self, name: str) -> Any: ...
+
+    def __setitem__(self, name: str, value: Any) -> None: ...
+
+    def get(self, name: str, default: Any = None) -> Any: ...
+
+
 _MISSING = object()
 
 
 def getattr_iter(
-    config: HFConfig,
+    config: ConfigFields,
     names: Iterable[str],
     default: Any = None,
     default_factory: Callable[[], Any] | None = None,
