@@ -34,9 +34,11 @@ defmodule RealClient.EngineCalls do
   end
 
   # {getter on the VllmConfig, then the generated module and getter of what it returns}
-  # (The VllmConfig's own hash takes ModelConfig's, which in vLLM hashes the transformers config object:
-  # a listed departure, docs/configuration.md. Its sub-configs' hashes are read instead.)
+  # (The VllmConfig's own hash takes ModelConfig's, which hashes transformers' JSON of the model's config
+  # as vLLM's does.)
   @reads [
+    {:compute_hash, nil, nil},
+    {:model_config, ModelConfig, :compute_hash},
     {:cache_config, CacheConfig, :compute_hash},
     {:parallel_config, ParallelConfig, :compute_hash},
     {:scheduler_config, SchedulerConfig, :compute_hash},
