@@ -170,3 +170,42 @@ def test_the_class_is_picked_as_auto_config_picks_it(
 ) -> None:
     jsons = hf_config_jsons(config, name, {}, config, config)
     assert jsons is not None and json.loads(jsons[0])["model_type"] == model_type
+
+
+QWEN2 = {**LLAMA, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}  # a layer_types list
+
+
+@pytest.mark.parametrize(
+    "config, hf_overrides, refused",
+    [
+        ({**QWEN2, "num_hidden_layers": 10**9}, {}, "config.json.num_hidden_layers"),
+        # an override that brings it down does not help: transformers loads the file's count first
+        ({**QWEN2, "num_hidden_layers": 10**9}, {"num_hidden_layers": 2}, "config.json.num_hidden_layers"),
+        (QWEN2, {"num_hidden_layers": 2**16 + 1}, "hf_config.num_hidden_layers"),
+        (QWEN2, {"text_config": {"num_layers": 2**20}}, "hf_overrides.text_config.num_layers"),
+        ({**QWEN2, "block_configs": [{"num_blocks": 2**17}]}, {}, r"block_configs\[0\].num_blocks"),
+    ],
+)
+def test_a_layer_count_that_would_build_a_list_that_long_is_refused(
+    cpu: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    config: dict[str, Any],
+    hf_overrides: dict[str, Any],
+    refused: str,
+) -> None:
+    """transformers builds a list a layer long as it loads a config (Qwen2's `layer_types`): a count in
+    the billions would hold the worker, so the config is refused, naming the count and the cap."""
+    with pytest.raises(ValueError, match=rf"{refused} must be at most 65536 \(2\*\*16\)"):
+        ModelConfig(model=folder(tmp_path, monkeypatch, config), hf_overrides=hf_overrides)
+
+
+def test_a_layer_count_set_after_construction_is_refused_when_hashed(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, QWEN2))
+    config.hf_overrides = {"num_hidden_layers": 10**9}
+    with pytest.raises(ValueError, match=r"hf_overrides\.num_hidden_layers must be at most 65536"):
+        config.compute_hash()
+    config.hf_overrides = {}
+    assert config.compute_hash() == ModelConfig(model=folder(tmp_path, monkeypatch, QWEN2)).compute_hash()

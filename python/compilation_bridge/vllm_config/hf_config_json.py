@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from compilation_bridge.vllm_config.hf_config import patch_rope_parameters
+from compilation_bridge.vllm_config.limits import check_layer_counts
 
 logger = logging.getLogger(__name__)
 
@@ -411,6 +412,9 @@ def hf_config_jsons(
 
     Cached on the `repr` of its arguments, taken now: the dicts are mutable, and a `repr` tells `1`, `1.0`
     and `True` apart. Building the object costs milliseconds and a config is hashed on every plan."""
+    # transformers builds lists a layer long as it loads: refused here, not left to the fallback below.
+    for where, config in (("config.json", source), ("hf_overrides", hf_overrides), ("hf_config", current)):
+        check_layer_counts(config, where)
     key = repr((source, name_or_path, hf_overrides, loaded, current))
     with _CACHE_LOCK:
         if key in _CACHE:

@@ -5,7 +5,7 @@ vLLM has no such cap; a remote caller could otherwise ask for a padding table of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 MAX_SIZE = 2**24
 
@@ -18,3 +18,31 @@ def check_size(field_name: str, value: object) -> None:
 def check_sizes(field_name: str, values: Iterable[object] | None) -> None:
     for value in values or ():
         check_size(field_name, value)
+
+
+# A model's layer counts: transformers' config classes build a list with an entry a layer as they load
+# (`layer_types`, ...), and vLLM's config code loops over layers. No model has more than a few hundred.
+MAX_LAYERS = 2**16
+
+
+def _counts_layers(key: str) -> bool:
+    return "layer" in key or "block" in key
+
+
+def check_layer_counts(config: Mapping[str, object], where: str) -> None:
+    """Refuses a model config (or overrides of one) holding, at any depth, a layer or block count above
+    MAX_LAYERS, with a `ValueError` that names it."""
+    pending: list[tuple[str, object]] = [(where, config)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, Mapping):
+            pending.extend((f"{path}.{key}", item) for key, item in value.items())
+        elif isinstance(value, list | tuple):
+            pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        elif (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and value > MAX_LAYERS
+            and _counts_layers(path.rsplit(".", 1)[-1])
+        ):
+            raise ValueError(f"{path} must be at most {MAX_LAYERS} (2**16), got {value}")
