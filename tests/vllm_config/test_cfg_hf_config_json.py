@@ -209,3 +209,22 @@ def test_a_layer_count_set_after_construction_is_refused_when_hashed(
         config.compute_hash()
     config.hf_overrides = {}
     assert config.compute_hash() == ModelConfig(model=folder(tmp_path, monkeypatch, QWEN2)).compute_hash()
+
+
+def test_the_cache_of_built_jsons_is_bounded_in_bytes(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each entry holds a caller's whole config as JSON: the cache keeps at most its byte budget of them,
+    the newest, and answers from it as before."""
+    from compilation_bridge.vllm_config import hf_config_json
+
+    monkeypatch.setattr(hf_config_json, "_CACHE", type(hf_config_json._CACHE)())
+    monkeypatch.setattr(hf_config_json, "_cached_bytes", 0)
+    monkeypatch.setattr(hf_config_json, "_CACHE_BYTES", 20_000)
+    padded = [{**LLAMA, "padding": "x" * 4000, "num_hidden_layers": n} for n in range(1, 9)]
+    built = [hf_config_jsons(config, "m", {}, config, config) for config in padded]
+    assert all(result is not None for result in built)
+    assert hf_config_json._cached_bytes <= 20_000
+    assert 1 < len(hf_config_json._CACHE) < len(padded)
+    assert hf_config_json._cached_bytes == sum(map(hf_config_json._size, hf_config_json._CACHE.values()))
+    assert hf_config_jsons(padded[-1], "m", {}, padded[-1], padded[-1]) == built[-1]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import logging
 import os
 import sys
@@ -393,10 +394,28 @@ def _build(
     return config.to_json_string(), config.get_text_config().to_json_string()
 
 
-# Built JSONs by the `repr` of what they were built from, the oldest dropped first.
-_CACHE: OrderedDict[str, tuple[str, str] | None] = OrderedDict()
+# Built JSONs by the digest of the `repr` of what they were built from, the oldest dropped first: at
+# most _CACHE_SIZE of them and _CACHE_BYTES of JSON (a caller's config and overrides run to megabytes).
+_CACHE: OrderedDict[bytes, tuple[str, str] | None] = OrderedDict()
 _CACHE_SIZE = 64
+_CACHE_BYTES = 16 * 1024 * 1024
 _CACHE_LOCK = threading.Lock()  # the worker hashes on several threads
+_cached_bytes = 0
+
+
+def _size(result: tuple[str, str] | None) -> int:
+    return sum(map(len, result)) if result is not None else 0
+
+
+def _remember(key: bytes, result: tuple[str, str] | None) -> None:
+    global _cached_bytes
+    with _CACHE_LOCK:
+        if key in _CACHE:
+            return
+        _CACHE[key] = result
+        _cached_bytes += _size(result)
+        while len(_CACHE) > _CACHE_SIZE or (_cached_bytes > _CACHE_BYTES and len(_CACHE) > 1):
+            _cached_bytes -= _size(_CACHE.popitem(last=False)[1])
 
 
 def hf_config_jsons(
@@ -410,12 +429,13 @@ def hf_config_jsons(
     `source`, opened as `name_or_path` with `hf_overrides`, whose worker dict was `loaded` once loaded and
     is `current` now; None when this module cannot build vLLM's object.
 
-    Cached on the `repr` of its arguments, taken now: the dicts are mutable, and a `repr` tells `1`, `1.0`
-    and `True` apart. Building the object costs milliseconds and a config is hashed on every plan."""
+    Cached on a digest of the `repr` of its arguments, taken now: the dicts are mutable, and a `repr` tells
+    `1`, `1.0` and `True` apart. Building the object costs milliseconds and a config is hashed on every
+    plan."""
     # transformers builds lists a layer long as it loads: refused here, not left to the fallback below.
     for where, config in (("config.json", source), ("hf_overrides", hf_overrides), ("hf_config", current)):
         check_layer_counts(config, where)
-    key = repr((source, name_or_path, hf_overrides, loaded, current))
+    key = hashlib.sha256(repr((source, name_or_path, hf_overrides, loaded, current)).encode()).digest()
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
@@ -425,8 +445,5 @@ def hf_config_jsons(
     except Exception as e:  # any failure on a caller's config: the caller falls back, the worker lives
         logger.info("transformers config for %s not reproduced (%s: %s)", name_or_path, type(e).__name__, e)
         result = None
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        if len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
+    _remember(key, result)
     return result
