@@ -228,3 +228,13 @@ def test_the_cache_of_built_jsons_is_bounded_in_bytes(
     assert 1 < len(hf_config_json._CACHE) < len(padded)
     assert hf_config_json._cached_bytes == sum(map(hf_config_json._size, hf_config_json._CACHE.values()))
     assert hf_config_jsons(padded[-1], "m", {}, padded[-1], padded[-1]) == built[-1]
+
+
+def test_transformers_own_warnings_about_a_callers_config_are_not_logged(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """transformers warns about an odd RoPE factor as it loads: one line a call, which a caller could repeat
+    to fill the worker's log."""
+    config = {**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 0.5}}
+    assert hf_config_jsons(config, "m", {}, config, config) is not None
+    assert "rope_scaling" not in capfd.readouterr().err

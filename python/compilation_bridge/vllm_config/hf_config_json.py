@@ -354,19 +354,23 @@ _IMPORT_ENV = {"USE_TORCH": "0", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
 @functools.cache
 def _load_transformers() -> None:
     """Imports transformers without torch, unless something in this process imported it already (the
-    objects, and so their JSON, are the same either way). The environment is as it was afterwards."""
-    if "transformers" in sys.modules:
-        return
-    saved = {name: os.environ.get(name) for name in _IMPORT_ENV}
-    os.environ.update(_IMPORT_ENV)
-    try:
-        import transformers.models.auto.configuration_auto  # noqa: F401
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    objects, and so their JSON, are the same either way). The environment is as it was afterwards.
+    transformers' own warnings about a config are not logged: the configs are callers', and a caller
+    could fill the worker's log with them, one a call."""
+    if "transformers" not in sys.modules:
+        saved = {name: os.environ.get(name) for name in _IMPORT_ENV}
+        os.environ.update(_IMPORT_ENV)
+        try:
+            import transformers.models.auto.configuration_auto  # noqa: F401
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.set_verbosity_error()
 
 
 def _build(
