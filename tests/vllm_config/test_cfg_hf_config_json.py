@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compilation_bridge.refs import state
 from compilation_bridge.settings import MODEL_ROOTS_ENV
@@ -238,3 +241,60 @@ def test_transformers_own_warnings_about_a_callers_config_are_not_logged(
     config = {**LLAMA, "rope_scaling": {"rope_type": "linear", "factor": 0.5}}
     assert hf_config_jsons(config, "m", {}, config, config) is not None
     assert "rope_scaling" not in capfd.readouterr().err
+
+
+# Keys transformers' config classes act on as they load (lists a layer long, RoPE validation, dtypes,
+# sub-configs, aliases), given values of every JSON kind, large ones included.
+FUZZED_KEYS = [
+    "model_type",
+    "num_hidden_layers",
+    "num_layers",
+    "hidden_size",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "layer_types",
+    "sliding_window",
+    "max_window_layers",
+    "rope_scaling",
+    "rope_theta",
+    "rope_parameters",
+    "torch_dtype",
+    "text_config",
+    "quantization_config",
+    "attribute_map",
+    "__class__",
+    "__dict__",
+    "auto_map",
+    "transformers_version",
+]
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True)
+    | st.sampled_from(["llama", "qwen2", "gemma3", "mistral", "bfloat16", "float16", "linear", "default"])
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(FUZZED_KEYS), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(changes=st.dictionaries(st.sampled_from(FUZZED_KEYS), JSON_VALUES, max_size=6))
+def test_any_config_builds_falls_back_or_is_refused_and_never_holds_the_worker(
+    changes: dict[str, Any],
+) -> None:
+    """Whatever a caller's config holds, the transformers JSON is built, or None (the dict is hashed),
+    or the layer cap refuses it with a ValueError; nothing else escapes and nothing takes long."""
+    config = {**LLAMA, **changes}
+    started = time.monotonic()
+    try:
+        result = hf_config_jsons(config, "m", {}, config, config)
+    except ValueError as e:
+        assert "must be at most 65536" in str(e)
+    else:
+        assert result is None or all(isinstance(text, str) for text in result)
+    assert time.monotonic() - started < 30
