@@ -12,17 +12,19 @@ docs/settings.md's table (tests/test_settings.py checks that every variable name
 
 ``--platform`` is a choice made through this module (`choose`), read as if ``COMPILATION_BRIDGE_PLATFORM``
 held it; the environment is never written, except Inductor's own variables (``TORCHINDUCTOR_CACHE_DIR``
-and its remote-cache switches), which Inductor reads only from there, by `set_inductor_variables`. No
+and its remote-cache switches), which Inductor reads only from there, by `set_inductor_variables`, and
+the variables a library reads only while it is imported, held for that import alone (`import_environment`). No
 other module of the package reads the environment, except the vLLM variables read where and as vLLM
 reads them (`vllm_config`) (tests/test_settings.py checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -236,6 +238,22 @@ def set_inductor_variables(values: Mapping[str, str], *, replace: bool) -> None:
             os.environ[name] = value
         else:
             os.environ.setdefault(name, value)
+
+
+@contextlib.contextmanager
+def import_environment(values: Mapping[str, str]) -> Iterator[None]:
+    """`values` in the environment while a library that reads them only at its import is imported
+    (transformers' USE_TORCH, ...); the environment is as it was afterwards."""
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def allowed_peer_uids_setting() -> frozenset[int] | None:

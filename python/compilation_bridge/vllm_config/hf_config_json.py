@@ -27,13 +27,13 @@ import copy
 import functools
 import hashlib
 import logging
-import os
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from compilation_bridge.settings import import_environment
 from compilation_bridge.vllm_config.hf_config import patch_rope_parameters
 from compilation_bridge.vllm_config.limits import check_layer_counts
 
@@ -358,16 +358,8 @@ def _load_transformers() -> None:
     transformers' own warnings about a config are not logged: the configs are callers', and a caller
     could fill the worker's log with them, one a call."""
     if "transformers" not in sys.modules:
-        saved = {name: os.environ.get(name) for name in _IMPORT_ENV}
-        os.environ.update(_IMPORT_ENV)
-        try:
+        with import_environment(_IMPORT_ENV):
             import transformers.models.auto.configuration_auto  # noqa: F401
-        finally:
-            for name, value in saved.items():
-                if value is None:
-                    os.environ.pop(name, None)
-                else:
-                    os.environ[name] = value
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.set_verbosity_error()
