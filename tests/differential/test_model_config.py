@@ -242,3 +242,18 @@ def test_the_hash_keeps_what_transformers_derived_at_load(check: Any, platform: 
     leave it, and the hash of that object holds the loaded value."""
     kwargs = model_kwargs("tiny-llama", hf_overrides={"num_attention_heads": 8})
     check(platform, request(kwargs, [call("compute_hash")]))
+
+
+# config.json files that leave out what their transformers class fills in (all its sizes, Mistral's sliding
+# window, Qwen2's derived layer types) or that name sizes by GPT-2's own keys, read through its aliases.
+MINIMAL_MODELS = ("minimal-mistral", "minimal-qwen2", "minimal-gpt2")
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"hf_overrides": {"num_attention_heads": 8, "n_head": 8}}], ids=repr)
+@pytest.mark.parametrize("model", MINIMAL_MODELS)
+def test_a_config_json_that_leaves_keys_out(
+    check: Any, platform: str, model: str, kwargs: dict[str, Any]
+) -> None:
+    """vLLM reads the attributes of transformers' object, the class's defaults among them."""
+    model_kwargs = {"model": str(MODELS_DIR / model), "skip_tokenizer_init": True, **kwargs}
+    check(platform, request(model_kwargs, [*FACTS, *WITH_ARGUMENTS]))

@@ -1,7 +1,8 @@
-"""ModelConfig's hash over transformers' JSON of its config (vllm_config/hf_config_json.py) on what the
-differential tests do not serve: configs a caller writes (vLLM's own config classes, unknown model types,
-remote code, configs transformers refuses), which fall back to hashing the dict and never fail the
-worker, and a config changed after construction, which the cache must not hide."""
+"""ModelConfig's config as the attributes of transformers' object, and its hash over that object's JSON
+(vllm_config/hf_config_json.py), on what the differential tests do not serve: configs a caller writes
+(vLLM's own config classes, unknown model types, remote code, configs transformers refuses), which fall
+back to the dict and never fail the worker, and a config changed after construction, which the cache
+must not hide."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from hypothesis import strategies as st
 
 from compilation_bridge.refs import state
 from compilation_bridge.settings import MODEL_ROOTS_ENV
-from compilation_bridge.vllm_config import ModelConfig
+from compilation_bridge.vllm_config import ModelConfig, ParallelConfig
 from compilation_bridge.vllm_config.hashing import get_hash_factors, hash_factors
-from compilation_bridge.vllm_config.hf_config_json import hf_config_jsons
+from compilation_bridge.vllm_config.hf_config_json import hf_config_dict, hf_config_jsons
 from compilation_bridge.vllm_config.model import _HASH_IGNORED_FACTORS
 
 LLAMA = {
@@ -111,6 +112,47 @@ def test_a_config_assigned_afterwards_is_hashed_as_its_dict(
     assert config.compute_hash() == dict_hash(config)
 
 
+def test_the_config_holds_the_class_defaults_a_config_json_leaves_out(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    minimal = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "num_hidden_layers": 2}
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, minimal))
+    assert config.hf_config["hidden_size"] == 4096 and config.hf_config["sliding_window"] == 4096
+    assert config.get_sliding_window() == 4096 and config.get_head_size() == 128
+    assert config.get_num_layers_by_block_type(ParallelConfig()) == 2
+
+
+def test_a_class_alias_is_read_as_transformers_reads_it(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpt2 = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_head": 4, "n_embd": 64}
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, gpt2), hf_overrides={"n_layer": 3})
+    assert config.get_total_num_attention_heads() == 4 and config.get_hidden_size() == 64
+    assert config.get_total_num_hidden_layers() == 3  # `config.update` sets n_layer; the alias follows
+    text = {"model_type": "gpt2", "n_head": 2, "n_embd": 32, "n_layer": 1}
+    nested = hf_config_dict({"model_type": "llava", "text_config": text}, "m", {})
+    assert nested is not None and nested["text_config"]["num_attention_heads"] == 2
+
+
+def test_a_config_that_cannot_be_built_is_read_as_its_dict(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = ModelConfig(model=folder(tmp_path, monkeypatch, {**LLAMA, "model_type": "chatglm"}))
+    assert config.hf_config == {**LLAMA, "model_type": "chatglm"}
+
+
+def test_each_caller_gets_a_config_of_its_own(
+    cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The built dict is cached: a change to one config must not reach the next one built alike."""
+    first = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    first.hf_config["hidden_size"] = 8
+    first.hf_config["rope_parameters"]["rope_theta"] = 1.0
+    second = ModelConfig(model=folder(tmp_path, monkeypatch, LLAMA))
+    assert second.hf_config["hidden_size"] == 64
+    assert second.hf_config["rope_parameters"]["rope_theta"] == 10000.0
+
+
 def test_the_worker_imports_no_transformers() -> None:
     code = "import sys, compilation_bridge.worker; print('transformers' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -123,7 +165,7 @@ HASH_IN_A_FRESH_PROCESS = """
 import os, sys
 if sys.argv[1] == "transformers-first":
     import transformers.models.auto.configuration_auto  # with torch, as vLLM's process has it
-from compilation_bridge.vllm_config import ModelConfig
+from compilation_bridge.vllm_config import ModelConfig, ParallelConfig
 from compilation_bridge.vllm_config.platforms import set_platform
 set_platform("cpu")
 config = ModelConfig(model="tiny-llama")
@@ -221,15 +263,13 @@ def test_the_cache_of_built_jsons_is_bounded_in_bytes(
     the newest, and answers from it as before."""
     from compilation_bridge.vllm_config import hf_config_json
 
-    monkeypatch.setattr(hf_config_json, "_CACHE", type(hf_config_json._CACHE)())
-    monkeypatch.setattr(hf_config_json, "_cached_bytes", 0)
-    monkeypatch.setattr(hf_config_json, "_CACHE_BYTES", 20_000)
+    cache = hf_config_json._BuiltCache(entries=64, max_bytes=20_000)
+    monkeypatch.setattr(hf_config_json, "_CACHE", cache)
     padded = [{**LLAMA, "padding": "x" * 4000, "num_hidden_layers": n} for n in range(1, 9)]
     built = [hf_config_jsons(config, "m", {}, config, config) for config in padded]
     assert all(result is not None for result in built)
-    assert hf_config_json._cached_bytes <= 20_000
-    assert 1 < len(hf_config_json._CACHE) < len(padded)
-    assert hf_config_json._cached_bytes == sum(map(hf_config_json._size, hf_config_json._CACHE.values()))
+    assert cache.held_bytes <= 20_000
+    assert 1 < len(cache) < len(padded)
     assert hf_config_jsons(padded[-1], "m", {}, padded[-1], padded[-1]) == built[-1]
 
 
@@ -287,14 +327,16 @@ JSON_VALUES = st.recursive(
 def test_any_config_builds_falls_back_or_is_refused_and_never_holds_the_worker(
     changes: dict[str, Any],
 ) -> None:
-    """Whatever a caller's config holds, the transformers JSON is built, or None (the dict is hashed),
+    """Whatever a caller's config holds, the transformers JSON and dict are built, or None (the dict is used),
     or the layer cap refuses it with a ValueError; nothing else escapes and nothing takes long."""
     config = {**LLAMA, **changes}
     started = time.monotonic()
     try:
         result = hf_config_jsons(config, "m", {}, config, config)
+        values = hf_config_dict(config, "m", {})
     except ValueError as e:
         assert "must be at most 65536" in str(e)
     else:
         assert result is None or all(isinstance(text, str) for text in result)
+        assert values is None or isinstance(values, dict)
     assert time.monotonic() - started < 30

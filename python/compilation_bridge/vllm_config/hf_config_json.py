@@ -1,24 +1,25 @@
-"""The JSON that vLLM 0.14.0 hashes for a model's transformers config.
+"""vLLM 0.14.0's transformers config of a model: its attributes, and the JSON vLLM hashes.
 
-vLLM's `ModelConfig.compute_hash()` hashes `hf_config` and `hf_text_config`, transformers
-`PretrainedConfig` objects, as `to_json_string()`: transformers' diff-dict JSON, which holds the config
-class's own defaults and computed attributes and the transformers version. This worker keeps those configs
-as dicts read from `config.json`, so to hash as vLLM does it builds the object here the way vLLM's
-`get_config` does for a local folder without remote code (vllm/transformers_utils/config.py: transformers'
-`AutoConfig` or one of vLLM's own config classes, the flat hf_overrides through `config.update`, the RoPE
-patches, then `ModelConfig._apply_dict_overrides`), and replays on it whatever the worker changed in its
-dict after loading (vLLM sets those attributes on its object).
+vLLM holds a model's config as a transformers `PretrainedConfig`: its class's defaults fill in what
+`config.json` leaves out, it derives attributes as it loads, and it reads some names through its class's
+`attribute_map`. `ModelConfig.compute_hash()` hashes it and its text config as `to_json_string()`. This
+worker keeps the config as a dict, so it builds the object here the way vLLM's `get_config` does for a
+local folder without remote code (vllm/transformers_utils/config.py: transformers' `AutoConfig` or one of
+vLLM's own config classes, the flat hf_overrides through `config.update`, the RoPE patches, then
+`ModelConfig._apply_dict_overrides`): `hf_config_dict` gives the dict of its attributes as loaded, for
+`ModelConfig` to hold, and `hf_config_jsons` the JSON to hash, with whatever the worker changed in its
+dict after loading replayed on the object (vLLM sets those attributes on its object).
 
-transformers is imported here only, and only when a hash is asked for: a worker that never hashes a model
+transformers is imported here only, when the first model config is built: a worker that never builds one
 never loads it. It is loaded with its torch support off (`_load_transformers`): with it on, importing
-transformers imports torch, and a worker's first model hash took four seconds, as long as vLLM's whole
+transformers imports torch, and a worker's first model config took four seconds, as long as vLLM's whole
 import; a config class builds the same object either way (a dtype stays its name where transformers
-would hold the torch dtype, and `to_json_string` writes the name in both cases).
+would hold the torch dtype, and `to_dict` writes the name in both cases).
 
 `config.json` is the caller's: nothing is imported by a name it gives except through
 transformers' own `CONFIG_MAPPING`, remote code is never allowed, and a config that cannot be built (or a
 model type whose class vLLM defines itself and this module does not port) answers None, for the caller to
-fall back to hashing the dict.
+fall back to the dict of `config.json`.
 """
 
 from __future__ import annotations
@@ -365,16 +366,10 @@ def _load_transformers() -> None:
     transformers_logging.set_verbosity_error()
 
 
-def _build(
-    source: dict[str, Any],
-    name_or_path: str,
-    hf_overrides: dict[str, Any],
-    loaded: dict[str, Any],
-    current: dict[str, Any],
-) -> tuple[str, str] | None:
+def _loaded_object(source: dict[str, Any], name_or_path: str, hf_overrides_kw: dict[str, Any]) -> Any | None:
+    """vLLM's transformers config as `get_config` returns it, before its RoPE patches: the class's object
+    from `source`, its architecture filled in, the flat hf_overrides applied by `config.update`."""
     _load_transformers()
-    hf_overrides_kw = {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
-    dict_overrides = {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}
     config = _load(source, name_or_path, hf_overrides_kw)
     if config is None:
         return None
@@ -383,35 +378,122 @@ def _build(
         config.quantization_config = copy.deepcopy(quantization_config)
     if hf_overrides_kw:
         config.update(copy.deepcopy(hf_overrides_kw))
+    return config
+
+
+def _flat_overrides(hf_overrides: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
+
+
+def _build_jsons(
+    source: dict[str, Any],
+    name_or_path: str,
+    hf_overrides: dict[str, Any],
+    loaded: dict[str, Any],
+    current: dict[str, Any],
+) -> tuple[str, str] | None:
+    config = _loaded_object(source, name_or_path, _flat_overrides(hf_overrides))
+    if config is None:
+        return None
     _patch_all_rope_parameters(config)
-    if dict_overrides:
+    if dict_overrides := {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}:
         _apply_dict_overrides(config, dict_overrides)
     _replay(config, loaded, current)
     return config.to_json_string(), config.get_text_config().to_json_string()
 
 
-# Built JSONs by the digest of the `repr` of what they were built from, the oldest dropped first: at
-# most _CACHE_SIZE of them and _CACHE_BYTES of JSON (a caller's config and overrides run to megabytes).
-_CACHE: OrderedDict[bytes, tuple[str, str] | None] = OrderedDict()
-_CACHE_SIZE = 64
-_CACHE_BYTES = 16 * 1024 * 1024
-_CACHE_LOCK = threading.Lock()  # the worker hashes on several threads
-_cached_bytes = 0
+def _read_as_attributes(config: Any, values: dict[str, Any]) -> None:
+    """`to_dict()` of `config` made to read as its attributes do, in its sub-configs too: the names its
+    class reads through `attribute_map` (GPT-2's `num_attention_heads` for its `n_head`, ...) beside the
+    names `to_dict()` writes, and the model type the object holds (an hf_override sets it; `to_dict()`
+    writes the class's)."""
+    from transformers import PretrainedConfig
+
+    for alias, name in getattr(type(config), "attribute_map", {}).items():
+        if name in values and alias not in values:
+            values[alias] = copy.deepcopy(values[name])
+    if "model_type" in values:
+        values["model_type"] = getattr(config, "model_type", values["model_type"])
+    for key, value in values.items():
+        sub_config = getattr(config, key, None)
+        if isinstance(sub_config, PretrainedConfig) and isinstance(value, dict):
+            _read_as_attributes(sub_config, value)
 
 
-def _size(result: tuple[str, str] | None) -> int:
-    return sum(map(len, result)) if result is not None else 0
+def _build_dict(
+    source: dict[str, Any], name_or_path: str, hf_overrides_kw: dict[str, Any]
+) -> dict[str, Any] | None:
+    config = _loaded_object(source, name_or_path, hf_overrides_kw)
+    if config is None:
+        return None
+    values = config.to_dict()
+    _read_as_attributes(config, values)
+    return values
 
 
-def _remember(key: bytes, result: tuple[str, str] | None) -> None:
-    global _cached_bytes
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            return
-        _CACHE[key] = result
-        _cached_bytes += _size(result)
-        while len(_CACHE) > _CACHE_SIZE or (_cached_bytes > _CACHE_BYTES and len(_CACHE) > 1):
-            _cached_bytes -= _size(_CACHE.popitem(last=False)[1])
+class _BuiltCache:
+    """What was built from a caller's config, by the digest of the `repr` of what it was built from, the
+    oldest dropped first: at most `entries` of them and `max_bytes` of their `repr`s (a caller's config
+    and overrides run to megabytes). Building costs milliseconds, and a config is built on every plan."""
+
+    def __init__(self, entries: int, max_bytes: int) -> None:
+        self._entries, self._max_bytes = entries, max_bytes
+        self._items: OrderedDict[bytes, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # the worker builds on several threads
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def get_or_build(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """The value built for `key`, a copy of it: callers change the dicts they get. `key` is digested
+        now: it holds mutable dicts, and a `repr` tells `1`, `1.0` and `True` apart."""
+        digest = hashlib.sha256(repr(key).encode()).digest()
+        with self._lock:
+            if digest in self._items:
+                self._items.move_to_end(digest)
+                return copy.deepcopy(self._items[digest][0])
+        value = build()
+        size = len(repr(value))
+        with self._lock:
+            if digest not in self._items:
+                self._items[digest] = (value, size)
+                self._bytes += size
+                while len(self._items) > self._entries or (
+                    self._bytes > self._max_bytes and len(self._items) > 1
+                ):
+                    self._bytes -= self._items.popitem(last=False)[1][1]
+        return copy.deepcopy(value)
+
+
+_CACHE = _BuiltCache(entries=64, max_bytes=16 * 1024 * 1024)
+
+
+def _built_or_none(what: str, name_or_path: str, build: Callable[[], Any]) -> Any:
+    try:
+        return build()
+    except Exception as e:  # any failure on a caller's config: the caller falls back, the worker lives
+        logger.info("transformers %s for %s not reproduced (%s: %s)", what, name_or_path, type(e).__name__, e)
+        return None
+
+
+def hf_config_dict(
+    source: dict[str, Any], name_or_path: str, hf_overrides_kw: dict[str, Any]
+) -> dict[str, Any] | None:
+    """vLLM's `hf_config` as it is loaded, before its RoPE patches and dict overrides, as the dict of its
+    attributes: `to_dict()` of the transformers object, which holds the class's defaults for what
+    `config.json` leaves out and its derived attributes, with the class's attribute aliases beside them.
+    None when this module cannot build vLLM's object, for the caller to fall back to `config.json`'s dict."""
+    for where, config in (("config.json", source), ("hf_overrides", hf_overrides_kw)):
+        check_layer_counts(config, where)
+    build = functools.partial(_build_dict, source, name_or_path, hf_overrides_kw)
+    return _CACHE.get_or_build(
+        ("dict", source, name_or_path, hf_overrides_kw), lambda: _built_or_none("config", name_or_path, build)
+    )
 
 
 def hf_config_jsons(
@@ -423,23 +505,12 @@ def hf_config_jsons(
 ) -> tuple[str, str] | None:
     """`to_json_string()` of vLLM's `hf_config` and `hf_text_config` for a model whose `config.json` held
     `source`, opened as `name_or_path` with `hf_overrides`, whose worker dict was `loaded` once loaded and
-    is `current` now; None when this module cannot build vLLM's object.
-
-    Cached on a digest of the `repr` of its arguments, taken now: the dicts are mutable, and a `repr` tells
-    `1`, `1.0` and `True` apart. Building the object costs milliseconds and a config is hashed on every
-    plan."""
+    is `current` now; None when this module cannot build vLLM's object."""
     # transformers builds lists a layer long as it loads: refused here, not left to the fallback below.
     for where, config in (("config.json", source), ("hf_overrides", hf_overrides), ("hf_config", current)):
         check_layer_counts(config, where)
-    key = hashlib.sha256(repr((source, name_or_path, hf_overrides, loaded, current)).encode()).digest()
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
-    try:
-        result = _build(source, name_or_path, hf_overrides, loaded, current)
-    except Exception as e:  # any failure on a caller's config: the caller falls back, the worker lives
-        logger.info("transformers config for %s not reproduced (%s: %s)", name_or_path, type(e).__name__, e)
-        result = None
-    _remember(key, result)
-    return result
+    build = functools.partial(_build_jsons, source, name_or_path, hf_overrides, loaded, current)
+    return _CACHE.get_or_build(
+        ("json", source, name_or_path, hf_overrides, loaded, current),
+        lambda: _built_or_none("config JSON", name_or_path, build),
+    )

@@ -6,10 +6,11 @@ the roots the worker allows). What vLLM answers from its model registry (the mod
 maps to and that class's flags) comes from the declared table of `model_registry`; the architecture facts
 (sizes, heads, experts, quantization config, length keys) from `model_arch`.
 
-Here the model's config is the dict read from `config.json` (`hf_config`), where vLLM holds a transformers
-`PretrainedConfig`: keys a file leaves out are absent, where transformers would fill in its model class's
-defaults (docs/configuration.md). Only `compute_hash` builds transformers' object, since vLLM hashes its
-JSON (`hf_config_json`).
+Here the model's config (`hf_config`) is a dict where vLLM holds a transformers `PretrainedConfig`: the
+attributes of the object vLLM would load (its class's defaults for keys `config.json` leaves out, its
+derived attributes, its attribute aliases: `hf_config_json.hf_config_dict`), or, for a model type that
+object cannot be built for here, the dict of `config.json` itself (docs/configuration.md). `compute_hash`
+hashes the object's JSON, as vLLM does (`hf_config_json`).
 """
 
 import copy
@@ -35,7 +36,7 @@ from compilation_bridge.vllm_config.hf_config import (
     patch_rope_parameters,
     uses_mrope,
 )
-from compilation_bridge.vllm_config.hf_config_json import hf_config_jsons
+from compilation_bridge.vllm_config.hf_config_json import hf_config_dict, hf_config_jsons
 from compilation_bridge.vllm_config.limits import check_layer_counts
 from compilation_bridge.vllm_config.logs import logger
 from compilation_bridge.vllm_config.model_arch import (
@@ -388,12 +389,14 @@ class ModelConfig:
         if self.enable_sleep_mode and not get_platform().is_cuda():
             raise ValueError("Sleep mode is not supported on current platform.")
 
-        hf_config = load_hf_config(self.hf_config_path or self.model)
-        check_layer_counts(hf_config, "config.json")
+        source = load_hf_config(self.hf_config_path or self.model)
+        check_layer_counts(source, "config.json")
         # What vLLM builds its transformers config object from, kept for compute_hash.
-        self._hf_config_source = copy.deepcopy(hf_config)
-        hf_config.update(hf_overrides_kw)
+        self._hf_config_source = copy.deepcopy(source)
+        hf_config = {**source, **hf_overrides_kw}
         check_layer_counts(hf_config, "hf_config")
+        # vLLM's object holds its class's defaults for what config.json leaves out: its attributes here.
+        hf_config = hf_config_dict(source, self.hf_config_path or self.model, hf_overrides_kw) or hf_config
         check_layer_counts(dict_overrides, "hf_overrides")
         self.hf_config = hf_config
         patch_rope_parameters(hf_config)

@@ -18,6 +18,7 @@ from typing import Any
 
 from compilation_bridge.safe_files import PathNotAllowedError, read_bytes
 from compilation_bridge.settings import MODEL_ROOTS_ENV, get_settings, model_roots_setting
+from compilation_bridge.vllm_config.hf_config_json import hf_config_dict
 
 BUNDLED_MODELS = Path(__file__).parent / "models"
 MAX_CONFIG_BYTES = 1 << 20
@@ -228,6 +229,8 @@ def try_get_generation_config(model: str) -> dict[str, Any] | None:
         config = read_json(model, "config.json")
         if not isinstance(config, dict):
             raise ValueError(_INVALID_REPOSITORY.format(model=model))
+        # vLLM reads the generation fields of the transformers object: its class's defaults count.
+        config = hf_config_dict(config, model, {}) or config
         values = {**defaults, "_from_model_config": True}
         values.update({k: v for k, v in config.items() if k in defaults and v is not None})
         values.pop("transformers_version", None)
