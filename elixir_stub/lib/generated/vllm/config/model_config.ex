@@ -344,7 +344,16 @@ defmodule Vllm.Config.ModelConfig do
   end
 
   @doc """
-  Python method `ModelConfig.compute_hash`.
+  WARNING: Whenever a new field is added to this config,
+
+  ensure that it is included in the factors list if
+  it affects the computation graph.
+
+  Provide a hash that uniquely identifies all the configs
+  that affect the structure of the computation
+  graph from input ids/embeddings to the final hidden states,
+  excluding anything before input ids/embeddings and after
+  the final hidden states.
 
   ## Returns
 
