@@ -109,6 +109,9 @@ def create(usage: str | None = "LLM_CLASS", **kwargs: Any) -> dict[str, Any]:
     return {"build": build_new("EngineArgs", **kwargs), "ops": ops, "env": ENV}
 
 
+MODELS_DIR = TINY_MIXTRAL.parent
+
+
 def llama(**kwargs: Any) -> dict[str, Any]:
     return {"model": str(TINY_LLAMA), **kwargs}
 
@@ -198,6 +201,10 @@ CASES: list[dict[str, Any]] = [
     llama(block_size=7),
     llama(tensor_parallel_size=0),
     llama(attention_backend="no_such_backend"),
+    # config.json files that leave their sizes to the transformers class (docs/configuration.md).
+    {"model": str(MODELS_DIR / "minimal-mistral")},
+    {"model": str(MODELS_DIR / "minimal-qwen2"), "max_model_len": 4096},
+    {"model": str(MODELS_DIR / "minimal-gpt2"), "tensor_parallel_size": 2},
 ]
 
 
