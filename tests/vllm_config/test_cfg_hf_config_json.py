@@ -229,6 +229,9 @@ QWEN2 = {**LLAMA, "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"} 
         (QWEN2, {"num_hidden_layers": 2**16 + 1}, "hf_config.num_hidden_layers"),
         (QWEN2, {"text_config": {"num_layers": 2**20}}, "hf_overrides.text_config.num_layers"),
         ({**QWEN2, "block_configs": [{"num_blocks": 2**17}]}, {}, r"block_configs\[0\].num_blocks"),
+        # an `id2label` entry a label: a million took seconds to build
+        ({**LLAMA, "num_labels": 10**9}, {}, "config.json.num_labels"),
+        (LLAMA, {"num_labels": 2**17}, "hf_config.num_labels"),
     ],
 )
 def test_a_layer_count_that_would_build_a_list_that_long_is_refused(
@@ -239,8 +242,9 @@ def test_a_layer_count_that_would_build_a_list_that_long_is_refused(
     hf_overrides: dict[str, Any],
     refused: str,
 ) -> None:
-    """transformers builds a list a layer long as it loads a config (Qwen2's `layer_types`): a count in
-    the billions would hold the worker, so the config is refused, naming the count and the cap."""
+    """transformers builds a list a layer long (Qwen2's `layer_types`) and a label name a label as it
+    loads a config: a count in the billions would hold the worker, so the config is refused, naming the
+    count and the cap."""
     with pytest.raises(ValueError, match=rf"{refused} must be at most 65536 \(2\*\*16\)"):
         ModelConfig(model=folder(tmp_path, monkeypatch, config), hf_overrides=hf_overrides)
 
@@ -287,6 +291,7 @@ def test_transformers_own_warnings_about_a_callers_config_are_not_logged(
 # sub-configs, aliases), given values of every JSON kind, large ones included.
 FUZZED_KEYS = [
     "model_type",
+    "num_labels",
     "num_hidden_layers",
     "num_layers",
     "hidden_size",

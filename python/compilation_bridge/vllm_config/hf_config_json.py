@@ -36,7 +36,7 @@ from typing import Any
 
 from compilation_bridge.settings import import_environment
 from compilation_bridge.vllm_config.hf_config import patch_rope_parameters
-from compilation_bridge.vllm_config.limits import check_layer_counts
+from compilation_bridge.vllm_config.limits import check_config_counts
 
 logger = logging.getLogger(__name__)
 
@@ -489,7 +489,7 @@ def hf_config_dict(
     `config.json` leaves out and its derived attributes, with the class's attribute aliases beside them.
     None when this module cannot build vLLM's object, for the caller to fall back to `config.json`'s dict."""
     for where, config in (("config.json", source), ("hf_overrides", hf_overrides_kw)):
-        check_layer_counts(config, where)
+        check_config_counts(config, where)
     build = functools.partial(_build_dict, source, name_or_path, hf_overrides_kw)
     return _CACHE.get_or_build(
         ("dict", source, name_or_path, hf_overrides_kw), lambda: _built_or_none("config", name_or_path, build)
@@ -508,7 +508,7 @@ def hf_config_jsons(
     is `current` now; None when this module cannot build vLLM's object."""
     # transformers builds lists a layer long as it loads: refused here, not left to the fallback below.
     for where, config in (("config.json", source), ("hf_overrides", hf_overrides), ("hf_config", current)):
-        check_layer_counts(config, where)
+        check_config_counts(config, where)
     build = functools.partial(_build_jsons, source, name_or_path, hf_overrides, loaded, current)
     return _CACHE.get_or_build(
         ("json", source, name_or_path, hf_overrides, loaded, current),

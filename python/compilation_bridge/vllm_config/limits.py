@@ -20,18 +20,20 @@ def check_sizes(field_name: str, values: Iterable[object] | None) -> None:
         check_size(field_name, value)
 
 
-# A model's layer counts: transformers' config classes build a list with an entry a layer as they load
-# (`layer_types`, ...), and vLLM's config code loops over layers. No model has more than a few hundred.
-MAX_LAYERS = 2**16
+# The counts in a model config that transformers' config classes allocate in proportion to as they load:
+# layer and block counts (a list with an entry a layer: `layer_types`, ..., and vLLM's config code loops
+# over layers; no model has more than a few hundred) and `num_labels` (an `id2label` entry a label: a
+# million took seconds). Vision classifiers have up to about 22,000 labels.
+MAX_COUNT = 2**16
 
 
-def _counts_layers(key: str) -> bool:
-    return "layer" in key or "block" in key
+def _is_a_count(key: str) -> bool:
+    return "layer" in key or "block" in key or key == "num_labels"
 
 
-def check_layer_counts(config: Mapping[str, object], where: str) -> None:
-    """Refuses a model config (or overrides of one) holding, at any depth, a layer or block count above
-    MAX_LAYERS, with a `ValueError` that names it."""
+def check_config_counts(config: Mapping[str, object], where: str) -> None:
+    """Refuses a model config (or overrides of one) holding, at any depth, a layer or block count or a
+    label count above MAX_COUNT, with a `ValueError` that names it."""
     pending: list[tuple[str, object]] = [(where, config)]
     while pending:
         path, value = pending.pop()
@@ -42,7 +44,7 @@ def check_layer_counts(config: Mapping[str, object], where: str) -> None:
         elif (
             isinstance(value, int)
             and not isinstance(value, bool)
-            and value > MAX_LAYERS
-            and _counts_layers(path.rsplit(".", 1)[-1])
+            and value > MAX_COUNT
+            and _is_a_count(path.rsplit(".", 1)[-1])
         ):
-            raise ValueError(f"{path} must be at most {MAX_LAYERS} (2**16), got {value}")
+            raise ValueError(f"{path} must be at most {MAX_COUNT} (2**16), got {value}")

@@ -37,7 +37,7 @@ from compilation_bridge.vllm_config.hf_config import (
     uses_mrope,
 )
 from compilation_bridge.vllm_config.hf_config_json import hf_config_dict, hf_config_jsons
-from compilation_bridge.vllm_config.limits import check_layer_counts
+from compilation_bridge.vllm_config.limits import check_config_counts
 from compilation_bridge.vllm_config.logs import logger
 from compilation_bridge.vllm_config.model_arch import (
     HFConfig,
@@ -390,14 +390,14 @@ class ModelConfig:
             raise ValueError("Sleep mode is not supported on current platform.")
 
         source = load_hf_config(self.hf_config_path or self.model)
-        check_layer_counts(source, "config.json")
+        check_config_counts(source, "config.json")
         # What vLLM builds its transformers config object from, kept for compute_hash.
         self._hf_config_source = copy.deepcopy(source)
         hf_config = {**source, **hf_overrides_kw}
-        check_layer_counts(hf_config, "hf_config")
+        check_config_counts(hf_config, "hf_config")
         # vLLM's object holds its class's defaults for what config.json leaves out: its attributes here.
         hf_config = hf_config_dict(source, self.hf_config_path or self.model, hf_overrides_kw) or hf_config
-        check_layer_counts(dict_overrides, "hf_overrides")
+        check_config_counts(dict_overrides, "hf_overrides")
         self.hf_config = hf_config
         patch_rope_parameters(hf_config)
         if dict_overrides:
