@@ -83,6 +83,31 @@ def test_remote_code_is_never_run(tmp_path: Path) -> None:
     assert "evil_config" not in sys.modules
 
 
+def test_a_config_never_makes_transformers_load_another_one(tmp_path: Path) -> None:
+    """LightGlue's config class loads its keypoint detector's config by the `_name_or_path` and with the
+    `trust_remote_code` a caller's config gives, XCodec its semantic model's by name, EdgeTAM its default
+    backbone's from the hub: none is loaded (no code runs, no other folder is read, the hub is not
+    asked), and the config falls back to its dict."""
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    evil_config = {"model_type": "evil", "auto_map": {"AutoConfig": "code.C"}}
+    (evil / "config.json").write_text(json.dumps(evil_config))
+    (evil / "code.py").write_text(f"open({str(tmp_path / 'ran')!r}, 'w')\n")
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "config.json").write_text(json.dumps({"model_type": "hubert", "secret_value": 4242}))
+    detector = {"model_type": "not_a_type", "_name_or_path": str(evil)}
+    configs = [
+        {"model_type": "lightglue", "trust_remote_code": True, "keypoint_detector_config": detector},
+        {"model_type": "xcodec", "semantic_model_config": {"_name_or_path": str(secret)}},
+        {"model_type": "edgetam"},
+    ]
+    for config in configs:
+        assert hf_config_dict(config, "m", {}) is None
+        assert hf_config_jsons(config, "m", {}, config, config) is None
+    assert not (tmp_path / "ran").exists()
+
+
 def test_a_vllm_config_type_the_worker_serves_falls_back(
     cpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

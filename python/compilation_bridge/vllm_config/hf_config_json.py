@@ -348,8 +348,26 @@ def _replay(target: Any, before: dict[str, Any], after: dict[str, Any]) -> None:
             setattr(target, key, copy.deepcopy(value))
 
 
-# Read by transformers once, when it is first imported: torch support off, and no advice to install torch.
-_IMPORT_ENV = {"USE_TORCH": "0", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1"}
+# Read by transformers once, when it is first imported: torch support off, no advice to install torch,
+# and the hub off (a second lock, behind `_refuse_other_configs`, on the door that one closes).
+_IMPORT_ENV = {"USE_TORCH": "0", "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1", "HF_HUB_OFFLINE": "1"}
+
+
+def _refuse_other_configs(cls: Any, name: object, **kwargs: Any) -> Any:
+    raise OSError(f"config {name!r} not loaded: this worker reads only the model folder's own config.json")
+
+
+def _close_the_loading_door() -> None:
+    """Some of transformers' config classes load another config by a name as they are built: EdgeTAM its
+    default backbone from the hub, LightGlue its keypoint detector by the `_name_or_path` a caller's
+    config gives, with the `trust_remote_code` that config gives (so a config.json could run code from
+    any folder or hub repository), XCodec its semantic model the same way (reading any folder's
+    config.json). Every such load goes through `PretrainedConfig._get_config_dict`, which this worker
+    never needs (it builds configs from the dict it read): in this process it refuses, and the class
+    falls back as for any config it cannot build."""
+    from transformers import PretrainedConfig
+
+    PretrainedConfig._get_config_dict = classmethod(_refuse_other_configs)
 
 
 @functools.cache
@@ -357,10 +375,12 @@ def _load_transformers() -> None:
     """Imports transformers without torch, unless something in this process imported it already (the
     objects, and so their JSON, are the same either way). The environment is as it was afterwards.
     transformers' own warnings about a config are not logged: the configs are callers', and a caller
-    could fill the worker's log with them, one a call."""
+    could fill the worker's log with them, one a call. No config is ever loaded by name
+    (`_close_the_loading_door`)."""
     if "transformers" not in sys.modules:
         with import_environment(_IMPORT_ENV):
             import transformers.models.auto.configuration_auto  # noqa: F401
+    _close_the_loading_door()
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.set_verbosity_error()
