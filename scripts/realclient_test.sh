@@ -34,4 +34,9 @@ if [ "${1:-}" = "--prepare" ]; then
   MIX_ENV=test mix compile
   exit 0
 fi
+# Snakepit names its ready files predictably in the temporary folder and reads one that is already there:
+# each run gets a folder of its own, so no file an earlier run left can hand a worker a stale port.
+TMPDIR=$(mktemp -d)
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 MIX_ENV=test mix test "$@"

@@ -1,16 +1,18 @@
 """Start-up as a person sees it: a host beyond loopback is warned about, and a ready file that cannot
-be written is one error line and exit status 1, never a traceback."""
+be written is one error line and exit status 1, never a traceback; one nobody read is gone at exit."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from compilation_bridge.transport.options import beyond_loopback
+from compilation_bridge.transport.readyfile import withdraw_ready_file
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.timeout(120)
@@ -90,3 +92,35 @@ def test_a_ready_file_in_a_missing_folder_is_one_error_line(tmp_path: Path) -> N
     assert done.returncode == 1, done.stderr
     assert f"ERROR - [corr=-] cannot start: cannot write the ready file {ready}: " in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_ready_file_nobody_read_is_withdrawn_at_exit(tmp_path: Path) -> None:
+    """Snakepit deletes the ready file once read and names it predictably in the shared temporary
+    folder: one left behind (its reader stopped before reading) would give a later worker of that name
+    this worker's port. A file Snakepit replaced or removed is left alone."""
+    ready = tmp_path / "ready"
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "python" / "grpc_server.py"), "--snakepit-run-id", "r1", "--port", "0"],
+        stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        env=_env(tmp_path, SNAKEPIT_READY_FILE=str(ready)),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert ready.read_text().isdigit()
+    finally:
+        process.terminate()
+        assert process.wait(30) == 0
+    assert not ready.exists()
+
+
+def test_a_ready_file_that_holds_another_port_is_left(tmp_path: Path) -> None:
+    ready = tmp_path / "ready"
+    ready.write_text("5")
+    withdraw_ready_file(str(ready), 6)
+    assert ready.read_text() == "5"
+    withdraw_ready_file(str(ready), 5)
+    assert not ready.exists()
+    withdraw_ready_file(str(ready), 5)  # already gone: nothing to do

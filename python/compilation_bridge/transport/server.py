@@ -35,7 +35,7 @@ from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as p
 from compilation_bridge.transport.heartbeat import HeartbeatClient
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.peers import peer_interceptors
-from compilation_bridge.transport.readyfile import write_ready_file
+from compilation_bridge.transport.readyfile import withdraw_ready_file, write_ready_file
 from compilation_bridge.transport.reflection import add_reflection
 from compilation_bridge.transport.servicer import MAX_TELEMETRY_STREAMS, BridgeServicer
 from compilation_bridge.worker import Worker
@@ -195,6 +195,8 @@ def serve(options: ServeOptions) -> int:
         heartbeat.stop()
     running.stop(DRAIN_S)  # new calls are refused at once; those in flight get DRAIN_S to finish
     worker.stop()  # then what they accepted is written (or journaled) and the store closed
+    if options.ready_file:
+        withdraw_ready_file(options.ready_file, running.port)
     logging.shutdown()
     sys.stderr.flush()
     os._exit(0)
