@@ -401,8 +401,10 @@ def _loaded_object(source: dict[str, Any], name_or_path: str, hf_overrides_kw: d
     return config
 
 
-def _flat_overrides(hf_overrides: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
+def split_overrides(hf_overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """vLLM's split of hf_overrides: the flat ones, set as the config loads, and the dict ones, after."""
+    flat = {k: v for k, v in hf_overrides.items() if not isinstance(v, dict)}
+    return flat, {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}
 
 
 def _build_jsons(
@@ -412,11 +414,12 @@ def _build_jsons(
     loaded: dict[str, Any],
     current: dict[str, Any],
 ) -> tuple[str, str] | None:
-    config = _loaded_object(source, name_or_path, _flat_overrides(hf_overrides))
+    flat_overrides, dict_overrides = split_overrides(hf_overrides)
+    config = _loaded_object(source, name_or_path, flat_overrides)
     if config is None:
         return None
     _patch_all_rope_parameters(config)
-    if dict_overrides := {k: v for k, v in hf_overrides.items() if isinstance(v, dict)}:
+    if dict_overrides:
         _apply_dict_overrides(config, dict_overrides)
     _replay(config, loaded, current)
     return config.to_json_string(), config.get_text_config().to_json_string()

@@ -36,7 +36,7 @@ from compilation_bridge.vllm_config.hf_config import (
     patch_rope_parameters,
     uses_mrope,
 )
-from compilation_bridge.vllm_config.hf_config_json import hf_config_dict, hf_config_jsons
+from compilation_bridge.vllm_config.hf_config_json import hf_config_dict, hf_config_jsons, split_overrides
 from compilation_bridge.vllm_config.limits import check_config_counts
 from compilation_bridge.vllm_config.logs import logger
 from compilation_bridge.vllm_config.model_arch import (
@@ -380,10 +380,7 @@ class ModelConfig:
             self.tokenizer = self.model
         if self.tokenizer_revision is None:
             self.tokenizer_revision = self.revision
-        # Separate dict overrides from flat ones: the flat ones update the config as it is read, the dict
-        # ones are applied after.
-        hf_overrides_kw = {k: v for k, v in self.hf_overrides.items() if not isinstance(v, dict)}
-        dict_overrides = {k: v for k, v in self.hf_overrides.items() if isinstance(v, dict)}
+        hf_overrides_kw, dict_overrides = split_overrides(self.hf_overrides)
         if self.override_attention_dtype is not None:
             warnings.warn("override-attention-dtype is set but not using ROCm platform", stacklevel=2)
         if self.enable_sleep_mode and not get_platform().is_cuda():
@@ -393,10 +390,10 @@ class ModelConfig:
         check_config_counts(source, "config.json")
         # What vLLM builds its transformers config object from, kept for compute_hash.
         self._hf_config_source = copy.deepcopy(source)
-        hf_config = {**source, **hf_overrides_kw}
-        check_config_counts(hf_config, "hf_config")
+        check_config_counts(hf_overrides_kw, "hf_config")  # config.json's own counts are checked above
         # vLLM's object holds its class's defaults for what config.json leaves out: its attributes here.
-        hf_config = hf_config_dict(source, self.hf_config_path or self.model, hf_overrides_kw) or hf_config
+        name = self.hf_config_path or self.model
+        hf_config = hf_config_dict(source, name, hf_overrides_kw) or {**source, **hf_overrides_kw}
         check_config_counts(dict_overrides, "hf_overrides")
         self.hf_config = hf_config
         patch_rope_parameters(hf_config)
