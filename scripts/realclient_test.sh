@@ -7,8 +7,9 @@
 # one place: $REALCLIENT_KIT when set, otherwise `shared/realclient` beside this checkout
 # (../shared/realclient; docs/worker.md, "The real-client suite"); nothing else is searched, so no stray
 # folder's script is ever run. Without a kit it fetches the packages from hex as any user would, with
-# the `mix` on PATH (Elixir 1.18 or later and Hex). Needs .venv and .oracle-venv with every pin of tests/oracle/requirements.txt (scripts/test.sh builds
-# both; scripts/setup_oracle.sh brings an older .oracle-venv up to the pins): the two-pool test runs
+# the `mix` on PATH (Elixir 1.18 or later and Hex). Needs .venv and .oracle-venv with every pin of
+# tests/oracle/requirements.txt (scripts/test.sh builds both; scripts/setup_oracle.sh brings an older
+# .oracle-venv up to the pins): the two-pool test runs
 # Snakepit's own Python server on the oracle's interpreter, which needs its grpcio and protobuf.
 #
 # Usage: scripts/realclient_test.sh [mix test arguments]
