@@ -24,6 +24,9 @@ class Recorder:
         self.calls: list[tuple[str, hub.Call]] = []
         self.events: list[Mapping[str, Any]] = []
 
+    def watching(self) -> bool:
+        return True
+
     @contextmanager
     def call(self, call: hub.Call) -> Iterator[None]:
         self.calls.append(("start", call))
@@ -35,6 +38,9 @@ class Recorder:
 
 
 class Broken:
+    def watching(self) -> bool:
+        return True
+
     def call(self, call: hub.Call) -> Any:
         raise RuntimeError("observer down")
 
@@ -124,6 +130,26 @@ def test_without_observers_nothing_is_observed(session: SnakeBridgeSession) -> N
     hub.remove(seen)
     session.call_class("vllm.config", "CompilationConfig")
     assert seen.calls == [] and not hub.active()
+
+
+class Unwatching(Recorder):
+    def watching(self) -> bool:
+        return False  # as the telemetry stream's observer says while telemetry is off or its queue full
+
+
+def test_a_call_no_observer_wants_builds_nothing(
+    session: SnakeBridgeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[Any] = []
+    monkeypatch.setattr(hub, "Call", lambda *args, **kwargs: built.append(args))
+    unwatching = Unwatching()
+    hub.add(unwatching)
+    try:
+        ref = session.call_class("vllm.config", "CompilationConfig", mode=2)
+        assert session.call_method(ref, "compute_hash")
+    finally:
+        hub.remove(unwatching)
+    assert built == [] and unwatching.calls == []
 
 
 def test_operation_names_are_short_and_never_fail() -> None:

@@ -194,7 +194,7 @@ def test_an_unsampled_call_has_no_spans_nor_phases_but_counts(served: Served, co
 
     served.session.call_class("vllm.config", "CompilationConfig", mode=3)
     call = hub.Call("snakebridge.call", "function:m.f", "S1", "corr-unsampled")
-    with hub.observed(call), progress.step("trace", num_tokens=8):  # as a compile inside a call would
+    with hub.observed(call, hub.watchers()), progress.step("trace", num_tokens=8):  # as in a call
         progress.emit("graph_split", num_pieces=1)
     served.stop()
     assert collector.spans() == []

@@ -1,9 +1,10 @@
 """The observers of the worker's calls and compile phases.
 
-A transport wraps each tool call in `observed(call)`; compile work reports its phases through
-`compile_event(event)` (the events of `compile.progress`). Each observer turns them into what it serves:
-Snakepit's telemetry events, OpenTelemetry spans and metrics. An observer that fails is logged and
-never fails the call it watches.
+A transport asks `watchers()` who wants a tool call and, when anyone does, wraps the call in
+`observed(call, watchers)`; compile work reports its phases through `compile_event(event)` (the events
+of `compile.progress`). Each observer turns them into what it serves: Snakepit's telemetry events,
+OpenTelemetry spans and metrics. An observer that fails is logged and never fails the call it watches.
+A call no observer wants (none registered, or the telemetry stream off or full) builds nothing.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ class Call:
 
 
 class Observer(Protocol):
+    def watching(self) -> bool:
+        """Whether it wants the next call; asked before anything is built for the call."""
+        ...
+
     def call(self, call: Call) -> AbstractContextManager[Any]:
         """Entered when the call starts, left when it ends (`call.error_type` then says how)."""
         ...
@@ -64,9 +69,22 @@ def active() -> bool:
     return bool(_observers)
 
 
-def observed(call: Call) -> Observed:
-    """Every observer's `call` context around a block: `with hub.observed(call): ...`."""
-    return Observed(call)
+def watchers() -> tuple[Observer, ...]:
+    """The observers that want the next call, each asked once; none: the call is not observed."""
+    return tuple(observer for observer in _observers if _watching(observer)) if _observers else ()
+
+
+def _watching(observer: Observer) -> bool:
+    try:
+        return observer.watching()
+    except Exception:
+        log.warning("observer %s failed to say whether it watches", type(observer).__name__, exc_info=True)
+        return False
+
+
+def observed(call: Call, watchers: tuple[Observer, ...]) -> Observed:
+    """The `call` context of each of `watchers` around a block: `with hub.observed(call, watchers): ...`."""
+    return Observed(call, watchers)
 
 
 class Observed:
@@ -74,14 +92,15 @@ class Observed:
     call, and sets `error_type` when an exception escapes the block. A class, not a generator around an
     ExitStack: it runs on every call, and that was a third of the work."""
 
-    __slots__ = ("_call", "_entered")
+    __slots__ = ("_call", "_entered", "_watchers")
 
-    def __init__(self, call: Call) -> None:
+    def __init__(self, call: Call, watchers: tuple[Observer, ...]) -> None:
         self._call = call
+        self._watchers = watchers
         self._entered: list[tuple[Observer, AbstractContextManager[Any]]] = []
 
     def __enter__(self) -> Call:
-        for observer in _observers:
+        for observer in self._watchers:
             try:
                 manager = observer.call(self._call)
                 manager.__enter__()

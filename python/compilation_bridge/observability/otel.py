@@ -45,6 +45,9 @@ class OtelObserver:
         self.recorder = recorder
         self._phases = threading.local()  # each thread's open phase spans, innermost last
 
+    def watching(self) -> bool:
+        return True  # every call counts in the metrics, sampled or not
+
     def call(self, call: hub.Call) -> _CallScope:
         return _CallScope(self.recorder, call)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any
 
@@ -25,7 +25,6 @@ from compilation_bridge.observability.telemetry_stream import TelemetryEvent, Te
 
 # The transport's correlation id when a request carried none (transport/logcontext.py).
 NO_CORRELATION = frozenset({"", "-"})
-NOTHING = nullcontext()
 START, STOP, EXCEPTION = "tool.execution.start", "tool.execution.stop", "tool.execution.exception"
 
 
@@ -35,9 +34,12 @@ class ToolTelemetry:
     def __init__(self, stream: TelemetryStream) -> None:
         self.stream = stream
 
+    def watching(self) -> bool:
+        # With telemetry off, or no room (no stream has been open for a while), a call costs this check.
+        return not self.stream.turns_away(2)
+
     def call(self, call: Call) -> AbstractContextManager[Any]:
-        # With telemetry off, or no room (no stream has been open for a while), a call costs one check.
-        return NOTHING if self.stream.turns_away(2) else ToolSpan(self.stream, call)
+        return ToolSpan(self.stream, call)
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
         """Not sent: Elixir's catalog has no name for compile phases."""

@@ -156,9 +156,10 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def ExecuteTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> pb.ExecuteToolResponse:
-        if not hub.active():
+        watchers = hub.watchers()
+        if not watchers:
             return self._answer(request, context)
-        with hub.observed(_observed_call(request, streaming=False)) as call:
+        with hub.observed(_observed_call(request, streaming=False), watchers) as call:
             response = self._answer(request, context)
             if not response.success:
                 call.error_type, call.error_message = _error_of(response.error_message)
@@ -248,10 +249,11 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
     def ExecuteStreamingTool(
         self, request: pb.ExecuteToolRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.ToolChunk]:
-        if not hub.active():
+        watchers = hub.watchers()
+        if not watchers:
             yield from self._stream(request, context, None)
             return
-        with hub.observed(_observed_call(request, streaming=True)) as call:
+        with hub.observed(_observed_call(request, streaming=True), watchers) as call:
             yield from self._stream(request, context, call)
 
     def _stream(
