@@ -22,7 +22,20 @@ def test_measure_delivers_spans_and_events_while_on(capsys: pytest.CaptureFixtur
     assert result["telemetry_events"] == 2 * 4 * len(STEPS)
     assert result["p50_ratio"] == result["on"]["p50_us"] / result["off"]["p50_us"]
     observers.report(result)
-    assert "observers on vs off (12 calls each, interleaved)" in capsys.readouterr().out
+    assert "observers on (OpenTelemetry and the telemetry stream) vs off (12 calls each, interleaved)" in (
+        capsys.readouterr().out
+    )
+
+
+def test_each_observer_alone_is_on_by_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    results = observers.alone(iterations=2, warmup=1)
+    assert list(results) == ["otel", "stream"]
+    otel, stream = results["otel"], results["stream"]
+    assert (otel["spans_exported"], otel["telemetry_events"]) == (3 * len(STEPS), 0)
+    assert (stream["spans_exported"], stream["telemetry_events"]) == (0, 2 * 3 * len(STEPS))
+    observers.report_alone(results)
+    out = capsys.readouterr().out
+    assert "OpenTelemetry: per call p50 ratio" in out and "the telemetry stream: per call p50 ratio" in out
 
 
 def test_a_sidecar_that_says_nothing_is_an_error() -> None:

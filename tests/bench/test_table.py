@@ -53,7 +53,11 @@ def test_the_observers_row_and_a_skipped_observers_benchmark() -> None:
     }
     (row,) = markdown(None, None, None, observers).splitlines()[2:]
     assert "observers on vs off" in row and "800 spans delivered" in row
-    assert row.endswith("| 1020 us | 1000 us | 1.02x | <= 1.03x |")
+    assert row.endswith("| 1020 us | 1000 us | 1.020x | <= 1.03x |")
+    alone = {"on": {"p50_us": 1034.0}, "off": {"p50_us": 1000.0}, "p50_ratio": 1.034}
+    rows = markdown(None, None, None, {**observers, "alone": {"stream": alone}}).splitlines()[2:]
+    assert rows[1].endswith("| 1034 us | 1000 us | 1.034x | - |")  # not rounded to the target
+    assert "the telemetry stream alone vs off" in rows[1]
     assert len(markdown(None, None, None, {"skipped": "no otel"}).splitlines()) == 2
 
 

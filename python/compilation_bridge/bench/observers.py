@@ -7,8 +7,9 @@ registers with its hub for them are measured: OpenTelemetry exporting to an OTLP
 loopback (`SNAKEPIT_OTEL_ENDPOINT`; `testing.otlp_collector`), and Snakepit's telemetry stream, opened
 and enabled as Snakepit does on every worker. The collector and the stream's reader each run in a process
 of their own (`sidecar`), as they do in production, not in the one making the calls. "Off" has both off,
-so the hub has no observer. Prints figures; asserts nothing. Needs the `otel` extra (the collector
-decodes OTLP).
+so the hub has no observer. `alone` then measures each observer on by itself against off, each in a
+run of its own, so that the figure shows which observer its cost comes from. Prints figures; asserts
+nothing. Needs the `otel` extra (the collector decodes OTLP).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Collection
 from typing import Any
 
 from compilation_bridge.bench import stream_reader, workload
@@ -27,6 +29,8 @@ from compilation_bridge.testing.worker_process import WorkerProcess
 
 TARGET_P50_RATIO = 1.03
 SIDES = ("on", "off")
+OTEL, STREAM = "otel", "stream"
+OBSERVERS = {OTEL: "OpenTelemetry", STREAM: "the telemetry stream"}  # what "on" can switch on
 OFF_ENV = {OTEL_ENDPOINT_ENV: "", OTEL_CONSOLE_ENV: "0"}  # whatever the bench's own environment says
 
 
@@ -86,25 +90,28 @@ def _sample(
     return samples, {side: _cpu_s(workers[side]) - cpu[side] for side in SIDES}
 
 
-def measure(iterations: int, warmup: int) -> dict[str, Any]:
-    collector = Sidecar("compilation_bridge.bench.collector_process")
+def measure(iterations: int, warmup: int, on: Collection[str] = tuple(OBSERVERS)) -> dict[str, Any]:
+    """The "on" worker with the observers named in `on` (OBSERVERS' keys) against one with none."""
+    collector = Sidecar("compilation_bridge.bench.collector_process") if OTEL in on else None
     workers: dict[str, WorkerProcess] = {}
     stream: Sidecar | None = None
     events = spans = 0
     try:
-        workers["on"] = WorkerProcess.spawn(
-            heartbeat_interval_s=None, extra_env={OTEL_ENDPOINT_ENV: collector.ready}
-        )
+        on_env = {OTEL_ENDPOINT_ENV: collector.ready} if collector is not None else OFF_ENV
+        workers["on"] = WorkerProcess.spawn(heartbeat_interval_s=None, extra_env=on_env)
         workers["off"] = WorkerProcess.spawn(heartbeat_interval_s=None, extra_env=OFF_ENV)
-        stream = telemetry_stream(workers["on"])
+        if STREAM in on:
+            stream = telemetry_stream(workers["on"])
         samples, cpu_s = _sample(workers, iterations, warmup)
     finally:
         if stream is not None:
             events = stream.close()
         for worker in workers.values():
             worker.terminate()  # the "on" worker delivers its last spans as it stops
-        spans = collector.close()
+        if collector is not None:
+            spans = collector.close()
     result: dict[str, Any] = {side: summary(samples[side]) for side in SIDES}
+    result["observers_on"] = [name for name in OBSERVERS if name in on]
     result["p50_ratio"] = result["on"]["p50_us"] / result["off"]["p50_us"]
     result["p99_ratio"] = result["on"]["p99_us"] / result["off"]["p99_us"]
     result["target_ratio"] = TARGET_P50_RATIO
@@ -117,9 +124,15 @@ def measure(iterations: int, warmup: int) -> dict[str, Any]:
     return result
 
 
+def alone(iterations: int, warmup: int) -> dict[str, dict[str, Any]]:
+    """Each observer on by itself against none, a run each."""
+    return {name: measure(iterations, warmup, on=(name,)) for name in OBSERVERS}
+
+
 def report(result: dict[str, Any]) -> None:
     on, off = result["on"], result["off"]
-    print(f"observers on vs off ({result['calls_per_side']} calls each, interleaved)")
+    named = " and ".join(OBSERVERS[name] for name in result["observers_on"])
+    print(f"observers on ({named}) vs off ({result['calls_per_side']} calls each, interleaved)")
     print(
         f"per call p50: on {on['p50_us']:.0f}us, off {off['p50_us']:.0f}us, "
         f"ratio {result['p50_ratio']:.3f}x (target <= {result['target_ratio']}x)"
@@ -135,3 +148,14 @@ def report(result: dict[str, Any]) -> None:
         f"delivered while on: {result['spans_exported']} spans to the loopback OTLP collector, "
         f"{result['telemetry_events']} events on the telemetry stream"
     )
+
+
+def report_alone(results: dict[str, dict[str, Any]]) -> None:
+    print("each observer alone vs off (a run each):")
+    for name, result in results.items():
+        on, off = result["on"], result["off"]
+        print(
+            f"  {OBSERVERS[name]}: per call p50 ratio {result['p50_ratio']:.3f}x "
+            f"(on {on['p50_us']:.0f}us, off {off['p50_us']:.0f}us), worker CPU per call "
+            f"{on['cpu_us_per_call']:.0f}us against {off['cpu_us_per_call']:.0f}us"
+        )

@@ -102,6 +102,9 @@ def _observers(args: argparse.Namespace) -> dict[str, Any]:
     figures = observers.measure(iterations=args.iterations, warmup=args.warmup)
     if not args.json:
         observers.report(figures)
+    figures["alone"] = observers.alone(iterations=args.iterations, warmup=args.warmup)
+    if not args.json:
+        observers.report_alone(figures["alone"])
     return figures
 
 
