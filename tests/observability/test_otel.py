@@ -9,10 +9,12 @@ The tests that need the `otel` extra skip only where it is not installed (script
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.util import find_spec
@@ -163,6 +165,58 @@ def test_a_failed_stream_is_an_error_span(served: Served, collector: Collector) 
     assert span_attributes(span)["error.type"] == "ImportError"
 
 
+def shipped_spans() -> Any:
+    """The call spans' destination of the OpenTelemetry observer registered now."""
+    from compilation_bridge.observability import hub
+    from compilation_bridge.observability.otel import OtelObserver
+
+    (observer,) = [o for o in hub._observers if isinstance(o, OtelObserver)]
+    return observer.recorder.spans
+
+
+@needs_otel
+def test_call_spans_are_built_and_exported_by_a_process_of_their_own(
+    served: Served, collector: Collector
+) -> None:
+    spans = shipped_spans()
+    assert call_with_correlation(served, "corr-shipped", construct_payload(served.session)).success
+    served.stop()
+    assert by_correlation(collector, "corr-shipped").name == "BridgeService/ExecuteTool"
+    assert not spans.failed and spans.process.pid != os.getpid()
+    assert spans.process.wait(60) == 0  # it ended once the worker closed its stdin, all delivered
+
+
+@needs_otel
+def test_without_the_export_process_the_worker_builds_the_spans_itself(
+    served: Served, collector: Collector, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from compilation_bridge.observability import span_export_process
+
+    monkeypatch.setattr(span_export_process, "COMMAND", [sys.executable, "-c", "raise SystemExit(3)"])
+    with caplog.at_level(logging.WARNING, "compilation_bridge.observability"):
+        assert call_with_correlation(served, "corr-here", construct_payload(served.session)).success
+        served.stop()
+    assert by_correlation(collector, "corr-here").name == "BridgeService/ExecuteTool"
+    assert "call spans are built in the worker from now on" in caplog.text
+
+
+@needs_otel
+def test_an_export_process_that_dies_leaves_the_later_spans_to_the_worker(
+    served: Served, collector: Collector
+) -> None:
+    spans = shipped_spans()
+    assert call_with_correlation(served, "corr-before", construct_payload(served.session)).success
+    deadline = time.monotonic() + 60
+    while spans.process is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # the recorder starts it with its first batch
+    spans.process.kill()
+    spans.process.wait()
+    assert call_with_correlation(served, "corr-after", construct_payload(served.session)).success
+    served.stop()
+    assert spans.failed
+    assert by_correlation(collector, "corr-after").name == "BridgeService/ExecuteTool"
+
+
 @needs_otel
 def test_the_worker_metrics_count_calls_errors_refs_and_memory(served: Served, collector: Collector) -> None:
     session = served.session
@@ -253,15 +307,15 @@ def test_phases_nest_carry_point_events_and_say_when_they_failed() -> None:
     from compilation_bridge.compile import progress
     from compilation_bridge.observability import hub
     from compilation_bridge.observability.otel import OtelObserver
-    from compilation_bridge.observability.otel_recorder import CallRecorder, SpanSink
+    from compilation_bridge.observability.otel_recorder import BuiltHere, CallRecorder
 
     spans = InMemorySpanExporter()
     tracers = TracerProvider()
     processor = SimpleSpanProcessor(spans)
     tracers.add_span_processor(processor)
     tracer = tracers.get_tracer("test")
-    sink = SpanSink(processor, tracers.resource, tracers.sampler, InstrumentationScope("test"))
-    recorder = CallRecorder(sink, MeterProvider().get_meter("test"))
+    built = BuiltHere(processor, tracers.resource, InstrumentationScope("test"))
+    recorder = CallRecorder(built, tracers.sampler, MeterProvider().get_meter("test"))
     observer = OtelObserver(tracer, recorder)
     hub.add(observer)
     try:
@@ -363,7 +417,7 @@ def test_console_spans_go_to_stderr_never_stdout() -> None:
 
 @needs_otel
 def test_the_endpoint_names_the_collector_in_either_form() -> None:
-    from compilation_bridge.observability.otel_export import signal_urls
+    from compilation_bridge.observability.otel_exporters import signal_urls
 
     urls = ("http://c:4318/v1/traces", "http://c:4318/v1/metrics")
     assert signal_urls("http://c:4318") == urls

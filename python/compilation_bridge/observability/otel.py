@@ -27,7 +27,8 @@ from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, Sta
 from opentelemetry.util.types import AttributeValue
 
 from compilation_bridge.observability import hub
-from compilation_bridge.observability.otel_recorder import CallRecorder, Event, Finished
+from compilation_bridge.observability.otel_recorder import CallRecorder
+from compilation_bridge.observability.otel_spans import Event, Finished
 
 PHASE_PREFIX = "compile/"  # compile/trace, compile/compile, compile/warm_start, compile/run
 EVENT_PREFIX = "compile."  # attributes of phase spans and events: compile.piece, compile.range, ...

@@ -1,11 +1,10 @@
-"""Where OpenTelemetry's spans and metrics go: providers, exporters and the hub observer, from the settings.
+"""OpenTelemetry's pipeline in the worker: providers, exporters (`otel_exporters`) and the hub observer,
+from the settings.
 
-OTLP over HTTP, as Snakepit (its Python server and its Elixir side) exports: `SNAKEPIT_OTEL_ENDPOINT` is
-the collector, either its base URL (`http://host:4318`) or Snakepit's form, the traces URL itself
-(`.../v1/traces`); metrics go to the same collector's `/v1/metrics`. Spans leave in batches and metrics
-at intervals, both from OpenTelemetry's own threads, never from a call's. The providers are the worker's
-own, not OpenTelemetry's global ones, so that a test (or a library in the process) cannot be confused
-with the worker's pipeline.
+Call spans are built and exported by the span export process (`span_export_process`), phase spans here
+(they are few); both leave in batches and metrics at intervals, from OpenTelemetry's own threads, never
+from a call's. The providers are the worker's own, not OpenTelemetry's global ones, so that a test (or a
+library in the process) cannot be confused with the worker's pipeline.
 """
 
 from __future__ import annotations
@@ -18,43 +17,26 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import TextIO
 
-from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
-from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    ConsoleMetricExporter,
-    MetricExporter,
-    MetricReader,
-    PeriodicExportingMetricReader,
-)
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 
 import compilation_bridge
 from compilation_bridge.observability import hub
 from compilation_bridge.observability.otel import OtelObserver
-from compilation_bridge.observability.otel_recorder import CallRecorder, SpanSink
+from compilation_bridge.observability.otel_exporters import metric_exporters, span_exporters
+from compilation_bridge.observability.otel_recorder import BuiltHere, CallRecorder
 from compilation_bridge.observability.readings import Readings
+from compilation_bridge.observability.span_export_process import ShippedSpans
 from compilation_bridge.settings import OtelSettings
 
 log = logging.getLogger("compilation_bridge.observability")
 
 SCOPE = "compilation_bridge"
-SIGNAL_PATHS = ("/v1/traces", "/v1/metrics")
-
-
-def signal_urls(endpoint: str) -> tuple[str, str]:
-    """The traces and metrics URLs of the collector `endpoint` names (see the module's doc)."""
-    base = endpoint.strip().rstrip("/")
-    if "://" not in base:
-        base = "http://" + base  # `host:4318`: OTLP/HTTP is plain HTTP unless the URL says https
-    for path in SIGNAL_PATHS:
-        base = base.removesuffix(path)
-    traces, metrics = (base + path for path in SIGNAL_PATHS)
-    return traces, metrics
 
 
 def resource(wanted: OtelSettings) -> Resource:
@@ -83,15 +65,17 @@ class OtelExport:
         `timeout_s` (a collector that does not answer must not hold a stopping worker past Snakepit's
         patience)."""
         hub.remove(self.observer)
-        flushing = threading.Thread(target=self._shut_down, name="otel-stop", daemon=True)
+        flushing = threading.Thread(target=self._shut_down, args=(timeout_s,), name="otel-stop", daemon=True)
         flushing.start()
         flushing.join(timeout_s)
         if flushing.is_alive():
             log.warning("OpenTelemetry's last spans and metrics were not delivered within %.1f s", timeout_s)
 
-    def _shut_down(self) -> None:
-        self.observer.recorder.stop()  # the calls noted so far become spans and measurements
-        self.tracers.shutdown()  # the spans queued are exported
+    def _shut_down(self, timeout_s: float) -> None:
+        recorder = self.observer.recorder
+        recorder.stop()  # the calls noted so far are counted, and the sampled ones sent
+        recorder.spans.close(timeout_s)  # the span export process exports what it holds
+        self.tracers.shutdown()  # the phase spans queued are exported
         self.meters.shutdown()  # a last reading of every metric is exported
 
 
@@ -100,17 +84,19 @@ def start(wanted: OtelSettings, readings: Readings, console: TextIO | None = Non
     out = console or sys.stderr  # never stdout: the port's frames travel there
     who = resource(wanted)
     processors = SynchronousMultiSpanProcessor()  # phase spans through the tracer, call spans directly
-    for exporter in _span_exporters(wanted, out):
+    for exporter in span_exporters(wanted, out):
         processors.add_span_processor(BatchSpanProcessor(exporter))
     # Not at exit: `stop` shuts them down within the worker's time, and a second shutdown only warns.
     tracers = TracerProvider(resource=who, active_span_processor=processors, shutdown_on_exit=False)
-    readers: list[MetricReader] = [PeriodicExportingMetricReader(e) for e in _metric_exporters(wanted, out)]
+    readers: list[MetricReader] = [PeriodicExportingMetricReader(e) for e in metric_exporters(wanted, out)]
     meters = MeterProvider(resource=who, metric_readers=readers, shutdown_on_exit=False)
     version = compilation_bridge.__version__
     tracer, meter = tracers.get_tracer(SCOPE, version), meters.get_meter(SCOPE, version)
     _gauges(meter, readings)
-    sink = SpanSink(processors, who, tracers.sampler, InstrumentationScope(SCOPE, version))
-    observer = OtelObserver(tracer, CallRecorder(sink, meter))
+    scope = InstrumentationScope(SCOPE, version)
+    hello = {"resource": dict(who.attributes), "schema_url": who.schema_url, "scope": [SCOPE, version]}
+    spans = ShippedSpans(hello, fallback=BuiltHere(processors, who, scope))
+    observer = OtelObserver(tracer, CallRecorder(spans, tracers.sampler, meter))
     hub.add(observer)
     log.info("OpenTelemetry: spans and metrics to %s", wanted.endpoint or "stderr")
     return OtelExport(tracers, meters, observer)
@@ -140,21 +126,3 @@ def _reading(read: Callable[[], int]) -> Callable[[CallbackOptions], Iterable[Ob
             return []
 
     return observe
-
-
-def _span_exporters(wanted: OtelSettings, out: TextIO) -> list[SpanExporter]:
-    exporters: list[SpanExporter] = []
-    if wanted.endpoint:
-        exporters.append(OTLPSpanExporter(endpoint=signal_urls(wanted.endpoint)[0]))
-    if wanted.console:
-        exporters.append(ConsoleSpanExporter(out=out))
-    return exporters
-
-
-def _metric_exporters(wanted: OtelSettings, out: TextIO) -> list[MetricExporter]:
-    exporters: list[MetricExporter] = []
-    if wanted.endpoint:
-        exporters.append(OTLPMetricExporter(endpoint=signal_urls(wanted.endpoint)[1]))
-    if wanted.console:
-        exporters.append(ConsoleMetricExporter(out=out))
-    return exporters

@@ -4,18 +4,13 @@ On the call's thread the observer (`otel`) only notes what the call was: its `hu
 for its span when it started, its end time and the progress events that had no phase to go to. The
 budget for everything that watches the worker is 3% of a call (docs/observability.md, Cost), and
 OpenTelemetry's Python SDK spends tens of microseconds on a span, so the recorder drains the notes a few
-times a second, off the call's thread. A call is over when its span is built: nothing can change it, so
-the recorder builds it finished (`ReadableSpan`), with the ids chosen at the call's start (the phase
-spans made while the call ran name it as their parent), and hands it to the span processors, rather than
-starting and ending a live span through a tracer (about four times the work).
+times a second, off the call's thread, counts each call in the metrics, and sends the sampled ones, a
+batch at a time, to where their spans are built (`CallSpans`): the span export process
+(`span_export_process`), or this process's span processors (`BuiltHere`).
 
 Every call counts in the metrics; spans follow OpenTelemetry's sampler (`OTEL_TRACES_SAMPLER`, every
 call by default), asked once per call with the call's trace id, so a call's phases are kept or dropped
 with it.
-
-Span names and attributes follow Snakepit's own Python server (`BridgeService/ExecuteTool`,
-`snakepit.tool`, `snakepit.session_id`, `snakepit.correlation_id`), so a trace search by the correlation id
-Snakepit sends finds the call on either kind of worker.
 """
 
 from __future__ import annotations
@@ -23,59 +18,64 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event as SpanEvent
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.sampling import Sampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from opentelemetry.util.types import AttributeValue
+from opentelemetry.trace import SpanKind
 
-from compilation_bridge.observability import hub
+from compilation_bridge.observability.otel_spans import CALL_SPANS, ERROR_TYPE, TOOL, Finished, call_span
 
-CALL_SPANS = {False: "BridgeService/ExecuteTool", True: "BridgeService/ExecuteStreamingTool"}
-TOOL, ERROR_TYPE, OUTCOME = "snakepit.tool", "error.type", "outcome"
-NO_CORRELATION = "-"  # what the transport records when a request carried no correlation id
-SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+OUTCOME = "outcome"
 DRAIN_EVERY_S = 0.2
 YIELD_EVERY = 16  # calls recorded between two yields of the interpreter (well under a millisecond)
+MAX_BATCH = 1024  # calls sent at once: bounds a message to the span export process
 MAX_SERIES = 1000
 OTHER = "other"
 # Calls noted and not yet recorded: beyond it the oldest are dropped, so a recorder that cannot keep up
 # costs a bounded amount of memory (about 300 bytes a call).
 MAX_PENDING_CALLS = 65_536
-Event = tuple[str, dict[str, AttributeValue], int]  # name, attributes, time (ns since the epoch)
 
 
-@dataclass(slots=True)
-class Finished:
-    call: hub.Call
-    trace_id: int
-    span_id: int
-    ended_ns: int
-    events: list[Event] | None  # progress events seen while no phase was open
+class CallSpans(Protocol):
+    """Where the sampled calls go to become spans."""
+
+    def send(self, calls: list[Finished]) -> None:
+        """On the recorder's thread: a batch of finished calls."""
+        ...
+
+    def close(self, timeout_s: float) -> None:
+        """After the last batch: deliver what is held, within `timeout_s`."""
+        ...
 
 
-@dataclass(frozen=True)
-class SpanSink:
-    """Where finished call spans go, and as whom: the tracer provider's processors, resource and
-    sampler, and the instrumentation scope of the phase spans' tracer."""
+class BuiltHere:
+    """Call spans built in this process and handed to its span processors, as whom `resource` and
+    `scope` say (the tracer provider's, and the phase spans' tracer's)."""
 
-    processor: SpanProcessor
-    resource: Resource
-    sampler: Sampler
-    scope: InstrumentationScope
+    def __init__(self, processor: SpanProcessor, resource: Resource, scope: InstrumentationScope) -> None:
+        self._processor = processor
+        self._resource = resource
+        self._scope = scope
+
+    def send(self, calls: list[Finished]) -> None:
+        for finished in calls:
+            self._processor.on_end(call_span(finished, self._resource, self._scope))
+
+    def close(self, timeout_s: float) -> None:
+        """Nothing held here: the tracer provider's shutdown flushes its processors."""
 
 
 class CallRecorder:
-    """Turns noted calls into spans and call metrics on its own thread, until `stop`."""
+    """Counts noted calls in the metrics and sends the sampled ones to `spans`, on its own thread, until
+    `stop`."""
 
-    def __init__(self, sink: SpanSink, meter: Meter) -> None:
-        self._sink = sink
+    def __init__(self, spans: CallSpans, sampler: Sampler, meter: Meter) -> None:
+        self.spans = spans
+        self._sampler = sampler
         self._calls, self._errors = Tally((TOOL, OUTCOME)), Tally((TOOL, ERROR_TYPE))
         meter.create_observable_counter(
             "compilation_bridge.calls",
@@ -105,7 +105,7 @@ class CallRecorder:
 
     def sampled(self, trace_id: int) -> bool:
         """Whether the sampler keeps the call span of `trace_id` (and so its phases)."""
-        result = self._sink.sampler.should_sample(None, trace_id, CALL_SPANS[False], SpanKind.SERVER)
+        result = self._sampler.should_sample(None, trace_id, CALL_SPANS[False], SpanKind.SERVER)
         return result.decision.is_sampled()
 
     def stop(self) -> None:
@@ -119,14 +119,23 @@ class CallRecorder:
         self._drain()
 
     def _drain(self) -> None:
+        sampled: list[Finished] = []
         recorded = 0
         while self._pending:
-            self._record(self._pending.popleft())
+            finished = self._pending.popleft()
+            if self._record(finished):
+                sampled.append(finished)
+            if len(sampled) == MAX_BATCH:
+                self.spans.send(sampled)
+                sampled = []
             recorded += 1
             if recorded % YIELD_EVERY == 0:
                 time.sleep(0)  # a call waiting for the interpreter goes first: recording is never urgent
+        if sampled:
+            self.spans.send(sampled)
 
-    def _record(self, finished: Finished) -> None:
+    def _record(self, finished: Finished) -> bool:
+        """Counts the call; whether its span is kept."""
         call = finished.call
         outcome = "error" if call.error_type else "ok"
         self._calls.add(call.tool, outcome)
@@ -135,29 +144,7 @@ class CallRecorder:
         self._duration.record(
             (finished.ended_ns - call.started_ns) / 1e9, {TOOL: call.tool, OUTCOME: outcome}
         )
-        if self.sampled(finished.trace_id):
-            self._sink.processor.on_end(self._span(finished))
-
-    def _span(self, finished: Finished) -> ReadableSpan:
-        call = finished.call
-        attributes = call_attributes(call)
-        status = Status()  # unset: a call that answered
-        if call.error_type:
-            attributes[ERROR_TYPE] = call.error_type
-            status = Status(StatusCode.ERROR, call.error_type)
-        return ReadableSpan(
-            name=CALL_SPANS[call.streaming],
-            context=SpanContext(finished.trace_id, finished.span_id, is_remote=False, trace_flags=SAMPLED),
-            parent=None,  # a root: Snakepit propagates no trace context, only its correlation id
-            resource=self._sink.resource,
-            attributes=attributes,
-            events=[SpanEvent(name, attrs, timestamp=at) for name, attrs, at in finished.events or ()],
-            kind=SpanKind.SERVER,
-            status=status,
-            start_time=call.started_ns,
-            end_time=finished.ended_ns,
-            instrumentation_scope=self._sink.scope,
-        )
+        return self.sampled(finished.trace_id)
 
 
 class Tally:
@@ -177,14 +164,3 @@ class Tally:
     def observe(self, options: CallbackOptions) -> list[Observation]:
         counts = list(self._counts.items())  # one copy under the interpreter lock: safe while it grows
         return [Observation(count, dict(zip(self._keys, values, strict=True))) for values, count in counts]
-
-
-def call_attributes(call: hub.Call) -> dict[str, Any]:
-    attributes = {
-        TOOL: call.tool,
-        "snakepit.session_id": call.session_id,
-        "snakebridge.operation": call.operation,
-    }
-    if call.correlation_id != NO_CORRELATION:
-        attributes["snakepit.correlation_id"] = call.correlation_id
-    return attributes
