@@ -49,16 +49,20 @@ class Served:
     server: RunningServer
     session: SnakeBridgeSession
     stub: pb_grpc.BridgeServiceStub
+    spans: Any  # where call spans go: the span export process, once started
 
     def stop(self) -> None:
         """Stop as `serve` does at SIGTERM: the server, then the worker (which delivers the last spans).
         The worker waits for that delivery 1 s at most, as Snakepit's patience requires, and lets it go on
-        beyond; a loaded machine can take longer, so the test waits for it to end."""
+        beyond (the span export process ends once it has delivered them); a loaded machine can take
+        longer, so the test waits for it to end."""
         self.server.stop(0)
         self.worker.stop()
         for thread in threading.enumerate():
             if thread.name == "otel-stop":
                 thread.join(120)
+        if self.spans.process is not None:
+            self.spans.process.wait(120)
 
 
 @pytest.fixture
@@ -84,7 +88,8 @@ def served(
     server = build_server(ServeOptions(), worker.dispatcher)
     channel = grpc.insecure_channel(f"localhost:{server.port}")
     stub = pb_grpc.BridgeServiceStub(channel)
-    yield Served(worker, server, SnakeBridgeSession(stub, "worker-session", "S1"), stub)
+    session = SnakeBridgeSession(stub, "worker-session", "S1")
+    yield Served(worker, server, session, stub, shipped_spans())
     channel.close()
     server.stop(0)
     worker.stop()  # a second stop does nothing
@@ -178,7 +183,7 @@ def shipped_spans() -> Any:
 def test_call_spans_are_built_and_exported_by_a_process_of_their_own(
     served: Served, collector: Collector
 ) -> None:
-    spans = shipped_spans()
+    spans = served.spans
     assert call_with_correlation(served, "corr-shipped", construct_payload(served.session)).success
     served.stop()
     assert by_correlation(collector, "corr-shipped").name == "BridgeService/ExecuteTool"
@@ -204,7 +209,7 @@ def test_without_the_export_process_the_worker_builds_the_spans_itself(
 def test_an_export_process_that_dies_leaves_the_later_spans_to_the_worker(
     served: Served, collector: Collector
 ) -> None:
-    spans = shipped_spans()
+    spans = served.spans
     assert call_with_correlation(served, "corr-before", construct_payload(served.session)).success
     deadline = time.monotonic() + 60
     while spans.process is None and time.monotonic() < deadline:

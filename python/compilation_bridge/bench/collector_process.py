@@ -1,5 +1,7 @@
 """An OTLP/HTTP collector on loopback as a process of its own (`sidecar`), as an operator runs one:
-prints its endpoint once it serves, and, when its standard input closes, the number of spans received.
+prints its endpoint once it serves, and, when its standard input closes and no span has come for
+`QUIET_S` (a worker's span export process may still be delivering the last ones after the worker has
+stopped), the number of spans received.
 
 Usage: python -m compilation_bridge.bench.collector_process
 """
@@ -7,8 +9,12 @@ Usage: python -m compilation_bridge.bench.collector_process
 from __future__ import annotations
 
 import sys
+import time
 
 from compilation_bridge.testing.otlp_collector import Collector
+
+QUIET_S = 0.5
+MAX_WAIT_S = 30.0
 
 
 def main() -> int:
@@ -16,10 +22,19 @@ def main() -> int:
     try:
         print(collector.endpoint, flush=True)
         sys.stdin.read()  # until the benchmark closes it, its workers having delivered their last spans
-        print(len(collector.spans()), flush=True)
+        print(_settled(collector), flush=True)
     finally:
         collector.close()
     return 0
+
+
+def _settled(collector: Collector) -> int:
+    """The spans received once none has come for QUIET_S (at most MAX_WAIT_S)."""
+    deadline = time.monotonic() + MAX_WAIT_S
+    received = -1
+    while received != (received := len(collector.spans())) and time.monotonic() < deadline:
+        time.sleep(QUIET_S)
+    return received
 
 
 if __name__ == "__main__":
