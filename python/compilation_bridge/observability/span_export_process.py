@@ -21,6 +21,7 @@ spans itself (`otel_recorder.BuiltHere`), as before, so that nothing but what th
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import select
 import signal
@@ -107,6 +108,8 @@ class ShippedSpans:
         )
         if self.process is not None:
             self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(START_TIMEOUT_S)  # reaped: no zombie for the worker's lifetime
 
 
 def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
