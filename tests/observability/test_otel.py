@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.util import find_spec
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -203,6 +204,18 @@ def test_without_the_export_process_the_worker_builds_the_spans_itself(
         served.stop()
     assert by_correlation(collector, "corr-here").name == "BridgeService/ExecuteTool"
     assert "call spans are built in the worker from now on" in caplog.text
+
+
+@needs_otel
+def test_the_export_process_imports_nothing_from_the_working_directory(tmp_path: Path) -> None:
+    from compilation_bridge.observability import span_export_process
+
+    planted = tmp_path / "msgpack"
+    planted.mkdir()
+    (planted / "__init__.py").write_text("open(__file__ + '.ran', 'w').close()\n")
+    done = subprocess.run(span_export_process.COMMAND, cwd=tmp_path, input=b"", timeout=120)
+    assert done.returncode == 1  # no hello: it ends at once
+    assert not (planted / "__init__.py.ran").exists()
 
 
 @needs_otel

@@ -36,7 +36,9 @@ from compilation_bridge.observability.otel_spans import Finished, call_span, fro
 
 log = logging.getLogger("compilation_bridge.observability")
 
-COMMAND = [sys.executable, "-m", __name__]
+# -P: `-m` would put the working directory first on the child's path, and any package there (a
+# `msgpack/` in the folder the worker was started from) would be imported in its place.
+COMMAND = [sys.executable, "-P", "-m", __name__]
 READY = b"ready\n"
 START_TIMEOUT_S = 60.0  # importing OpenTelemetry on a busy machine
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # a batch of MAX_BATCH calls is far less
