@@ -7,9 +7,9 @@ registers with its hub for them are measured: OpenTelemetry exporting to an OTLP
 loopback (`SNAKEPIT_OTEL_ENDPOINT`; `testing.otlp_collector`), and Snakepit's telemetry stream, opened
 and enabled as Snakepit does on every worker. The collector and the stream's reader each run in a process
 of their own (`sidecar`), as they do in production, not in the one making the calls. "Off" has both off,
-so the hub has no observer. `alone` then measures each observer on by itself against off, each in a
-run of its own, so that the figure shows which observer its cost comes from. Prints figures; asserts
-nothing. Needs the `otel` extra (the collector decodes OTLP).
+so no observer watches a call and nothing is built for one. `alone` then measures each observer on by
+itself against off, each in a run of its own, so that the figure shows which observer its cost comes
+from. Prints figures; asserts nothing. Needs the `otel` extra (the collector decodes OTLP).
 """
 
 from __future__ import annotations
