@@ -4,9 +4,9 @@
 #
 # With an offline source kit of the client, it builds Elixir 1.18.4, Hex and every pinned dependency from
 # it into .realclient/ (about two minutes the first time, then seconds). The kit is looked for in exactly
-# one place: $REALCLIENT_KIT when set, otherwise `shared/realclient` beside this checkout
-# (../shared/realclient; docs/worker.md, "The real-client suite"); nothing else is searched, so no stray
-# folder's script is ever run. Without a kit it fetches the packages from hex as any user would, with
+# one place: $REALCLIENT_KIT when set, otherwise a `shared/realclient` folder beside this checkout
+# (docs/worker.md, "The real-client suite"); nothing else is searched, so no stray folder's script is
+# ever run. Without a kit it fetches the packages from hex as any user would, with
 # the `mix` on PATH (Elixir 1.18 or later and Hex). Needs .venv and .oracle-venv with every pin of
 # tests/oracle/requirements.txt (scripts/test.sh builds both; scripts/setup_oracle.sh brings an older
 # .oracle-venv up to the pins): the two-pool test runs

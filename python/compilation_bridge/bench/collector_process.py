@@ -9,8 +9,8 @@ Usage: python -m compilation_bridge.bench.collector_process
 from __future__ import annotations
 
 import sys
-import time
 
+from compilation_bridge.bench.sidecar import settled
 from compilation_bridge.testing.otlp_collector import Collector
 
 QUIET_S = 0.5
@@ -22,19 +22,10 @@ def main() -> int:
     try:
         print(collector.endpoint, flush=True)
         sys.stdin.read()  # until the benchmark closes it, its workers having delivered their last spans
-        print(_settled(collector), flush=True)
+        print(settled(lambda: len(collector.spans()), QUIET_S, MAX_WAIT_S), flush=True)
     finally:
         collector.close()
     return 0
-
-
-def _settled(collector: Collector) -> int:
-    """The spans received once none has come for QUIET_S (at most MAX_WAIT_S)."""
-    deadline = time.monotonic() + MAX_WAIT_S
-    received = -1
-    while received != (received := len(collector.spans())) and time.monotonic() < deadline:
-        time.sleep(QUIET_S)
-    return received
 
 
 if __name__ == "__main__":

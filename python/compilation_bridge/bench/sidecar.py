@@ -8,9 +8,11 @@ know, such as an address), then, when its standard input closes, one number (wha
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 STOP_S = 10.0
 
@@ -38,3 +40,13 @@ class Sidecar:
         finally:
             if self._process.poll() is None:
                 self._process.kill()
+
+
+def settled(count: Callable[[], int], quiet_s: float, max_wait_s: float = math.inf) -> int:
+    """What a helper received, once `count()` has not changed for `quiet_s` (or `max_wait_s` passed):
+    the last of it may still be on its way when the benchmark closes the helper's standard input."""
+    deadline = time.monotonic() + max_wait_s
+    received = -1
+    while received != (received := count()) and time.monotonic() < deadline:
+        time.sleep(quiet_s)
+    return received

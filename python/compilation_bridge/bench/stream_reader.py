@@ -13,10 +13,10 @@ Usage: python -m compilation_bridge.bench.stream_reader PORT
 from __future__ import annotations
 
 import sys
-import time
 
 import grpc
 
+from compilation_bridge.bench.sidecar import settled
 from compilation_bridge.observability.telemetry_stream import BATCH_S
 from compilation_bridge.testing.telemetry_client import TelemetryClient
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
@@ -31,17 +31,9 @@ def main(argv: list[str]) -> int:
         client = TelemetryClient(pb_grpc.BridgeServiceStub(channel))
         print(OPEN, flush=True)
         sys.stdin.read()  # until the benchmark closes it
-        print(_drained(client), flush=True)
+        print(settled(lambda: len(client.events), QUIET_S), flush=True)
         client.close()
     return 0
-
-
-def _drained(client: TelemetryClient) -> int:
-    """The events received once none has arrived for QUIET_S."""
-    received = -1
-    while received != (received := len(client.events)):
-        time.sleep(QUIET_S)
-    return received
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def to_record(finished: Finished) -> list[Any]:
         finished.trace_id.to_bytes(16, "big"),
         finished.span_id,
         finished.ended_ns,
-        [list(event) for event in finished.events] if finished.events else None,
+        finished.events,  # (name, attributes, time) tuples: msgpack packs them as lists
     ]
 
 
