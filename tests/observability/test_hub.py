@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from typing import Any
 
 import grpc
@@ -14,6 +13,7 @@ import pytest
 from compilation_bridge.compile import progress
 from compilation_bridge.observability import hub
 from compilation_bridge.testing.session import CallError, SnakeBridgeSession
+from compilation_bridge.transport import servicer
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.server import build_server
@@ -27,10 +27,12 @@ class Recorder:
     def watching(self) -> bool:
         return True
 
-    @contextmanager
-    def call(self, call: hub.Call) -> Iterator[None]:
+    def started(self, call: hub.Call) -> object:
         self.calls.append(("start", call))
-        yield
+        return len(self.calls)
+
+    def ended(self, call: hub.Call, started: object) -> None:
+        assert started == self.calls.index(("start", call)) + 1  # what `started` returned comes back
         self.calls.append(("end", call))
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
@@ -41,7 +43,10 @@ class Broken:
     def watching(self) -> bool:
         return True
 
-    def call(self, call: hub.Call) -> Any:
+    def started(self, call: hub.Call) -> object:
+        raise RuntimeError("observer down")
+
+    def ended(self, call: hub.Call, started: object) -> None:
         raise RuntimeError("observer down")
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
@@ -96,6 +101,33 @@ def test_a_failed_stream_is_seen_with_its_python_type(
         session.stream(payload)
     call = recorder.calls[-1][1]
     assert call.streaming and call.tool == "snakebridge.stream" and call.error_type == "ImportError"
+
+
+def test_a_call_refused_before_its_request_is_decoded_is_still_named_and_holds_no_request(
+    session: SnakeBridgeSession, recorder: Recorder
+) -> None:
+    payload = {**session.base("vllm.config", "compute_hash", [], {}), "call_type": "class"}
+    payload.update({"class": "CompilationConfig", "function": "__init__"})
+    request = session.request("snakebridge.call", payload)
+    request.parameters["kwargs"].value = b"{not json"  # the request as a whole cannot be decoded
+    response = session.stub.ExecuteTool(request, timeout=30)
+    assert not response.success and "'kwargs' is not valid JSON" in response.error_message
+    call = recorder.calls[-1][1]
+    assert call.operation == "class:CompilationConfig.__init__" and call.error_type == "ValueError"
+    # An observer may queue the call for a while: once it ended, what described it is let go.
+    assert call._describe is None
+
+
+def test_a_call_is_named_from_its_decoded_request_not_decoded_again(
+    session: SnakeBridgeSession, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded_again: list[Any] = []
+    monkeypatch.setattr(servicer, "_operation_in", lambda parameters: decoded_again.append(parameters))
+    session.call_class("vllm.config", "CompilationConfig", mode=3)
+    start, end = recorder.calls[-2][1], recorder.calls[-1][1]
+    assert start is end and end.operation == "class:CompilationConfig.__init__"
+    assert decoded_again == [] and end._describe is None
+    assert end.started_ns <= end.ended_ns
 
 
 def test_a_broken_observer_is_logged_and_the_call_still_answers(

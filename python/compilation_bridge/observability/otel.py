@@ -1,9 +1,9 @@
 """OpenTelemetry's view of the worker, as a hub observer: a span per tool call, a child span per compile
 phase.
 
-A call's span is built after the call by the recorder (`otel_recorder`), off the call's thread; while the
-call runs, its ids are known (chosen here at its start) and held in a context variable, which a streamed
-compile's thread inherits, so that phase spans name the call's span as their parent.
+A call's span is built after the call by the recorder (`otel_recorder`), off the call's thread, which only
+notes the call when it ends. Its ids are drawn by the recorder, or here when a phase of the call needs
+them first as its parent (the hub's `current()` call, which a streamed compile's thread inherits).
 
 Phases are the `<x>_start` / `<x>_end` pairs of `compile.progress`, which nest on the thread doing the
 work; they are rare, so their spans are built here, as they happen. A phase span starts at its start
@@ -13,12 +13,9 @@ event's time and lasts exactly the `seconds` its end event reports. Other progre
 
 from __future__ import annotations
 
-import contextvars
-import random
 import threading
 import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import Any
 
 from opentelemetry import trace
@@ -28,14 +25,11 @@ from opentelemetry.util.types import AttributeValue
 
 from compilation_bridge.observability import hub
 from compilation_bridge.observability.otel_recorder import CallRecorder
-from compilation_bridge.observability.otel_spans import Event, Finished
+from compilation_bridge.observability.otel_spans import draw_ids
 
 PHASE_PREFIX = "compile/"  # compile/trace, compile/compile, compile/warm_start, compile/run
 EVENT_PREFIX = "compile."  # attributes of phase spans and events: compile.piece, compile.range, ...
 MAX_TEXT_CHARS = hub.MAX_NAME_CHARS
-
-
-_current: contextvars.ContextVar[_CallScope | None] = contextvars.ContextVar("otel_call", default=None)
 
 
 class OtelObserver:
@@ -49,8 +43,11 @@ class OtelObserver:
     def watching(self) -> bool:
         return True  # every call counts in the metrics, sampled or not
 
-    def call(self, call: hub.Call) -> _CallScope:
-        return _CallScope(self.recorder, call)
+    def started(self, call: hub.Call) -> None:
+        """Nothing to do yet: a call is noted when it ends."""
+
+    def ended(self, call: hub.Call, started: object) -> None:
+        self.recorder.note(call)
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
         name = str(event.get("event", ""))
@@ -72,8 +69,8 @@ class OtelObserver:
         if phases:
             parent: Context | None = trace.set_span_in_context(phases[-1][1])
         else:
-            call = _current.get()
-            parent = call.context() if call is not None else None  # None: whatever is current
+            call = hub.current()
+            parent = self._context_of(call) if call is not None else None  # None: whatever is current
         started_ns = _event_ns(event)
         span = self.tracer.start_span(
             PHASE_PREFIX + phase, context=parent, start_time=started_ns, attributes=_attributes(event)
@@ -97,43 +94,18 @@ class OtelObserver:
         if phases:
             phases[-1][1].add_event(EVENT_PREFIX + name, _attributes(event), timestamp=_event_ns(event))
             return
-        call = _current.get()
+        call = hub.current()
         if call is not None:
             call.events = call.events or []
             call.events.append((EVENT_PREFIX + name, _attributes(event), _event_ns(event)))
 
-
-class _CallScope:
-    """One call: its span's ids, chosen now, and the events that found no open phase; the call's context
-    holds it while the call runs. A class, not a generator: it runs on every call."""
-
-    __slots__ = ("_call", "_recorder", "_token", "events", "span_id", "trace_id")
-
-    def __init__(self, recorder: CallRecorder, call: hub.Call) -> None:
-        self._recorder = recorder
-        self._call = call
-        self.trace_id = random.getrandbits(128) or 1  # 0 is no id at all
-        self.span_id = random.getrandbits(64) or 1
-        self.events: list[Event] | None = None
-
-    def __enter__(self) -> None:
-        self._token = _current.set(self)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        try:
-            ended = Finished(self._call, self.trace_id, self.span_id, time.time_ns(), self.events)
-            self._recorder.note(ended)
-        finally:
-            _current.reset(self._token)
-
-    def context(self) -> Context:
-        """An OpenTelemetry context whose current span is this call's (not built yet: its ids only,
+    def _context_of(self, call: hub.Call) -> Context:
+        """An OpenTelemetry context whose current span is the call's (not built yet: its ids only,
         flagged as the sampler will decide for it, so that its phases are kept or dropped with it)."""
-        sampled = self._recorder.sampled(self.trace_id)
+        draw_ids(call)
+        sampled = self.recorder.sampled(call.trace_id)
         flags = TraceFlags(TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
-        ids = SpanContext(self.trace_id, self.span_id, is_remote=False, trace_flags=flags)
+        ids = SpanContext(call.trace_id, call.span_id, is_remote=False, trace_flags=flags)
         return trace.set_span_in_context(NonRecordingSpan(ids))
 
 

@@ -1,7 +1,7 @@
 """Finished tool calls become OpenTelemetry spans and metrics here, on a thread of its own.
 
-On the call's thread the observer (`otel`) only notes what the call was: its `hub.Call`, the ids chosen
-for its span when it started, its end time and the progress events that had no phase to go to. The
+On the call's thread the observer (`otel`) only notes the ended call (its `hub.Call`: its times, outcome
+and the progress events that had no phase to go to; its span's ids, when a phase drew them). The
 budget for everything that watches the worker is 3% of a call (docs/observability.md, Cost), and
 OpenTelemetry's Python SDK spends tens of microseconds on a span, so the recorder drains the notes a few
 times a second, off the call's thread, counts each call in the metrics, and sends the sampled ones, a
@@ -27,7 +27,8 @@ from opentelemetry.sdk.trace.sampling import Sampler
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanKind
 
-from compilation_bridge.observability.otel_spans import CALL_SPANS, ERROR_TYPE, TOOL, Finished, call_span
+from compilation_bridge.observability import hub
+from compilation_bridge.observability.otel_spans import CALL_SPANS, ERROR_TYPE, TOOL, call_span, draw_ids
 
 OUTCOME = "outcome"
 DRAIN_EVERY_S = 0.2
@@ -43,8 +44,8 @@ MAX_PENDING_CALLS = 65_536
 class CallSpans(Protocol):
     """Where the sampled calls go to become spans."""
 
-    def send(self, calls: list[Finished]) -> None:
-        """On the recorder's thread: a batch of finished calls."""
+    def send(self, calls: list[hub.Call]) -> None:
+        """On the recorder's thread: a batch of ended calls, their ids drawn."""
         ...
 
     def close(self, timeout_s: float) -> None:
@@ -61,9 +62,9 @@ class BuiltHere:
         self._resource = resource
         self._scope = scope
 
-    def send(self, calls: list[Finished]) -> None:
-        for finished in calls:
-            self._processor.on_end(call_span(finished, self._resource, self._scope))
+    def send(self, calls: list[hub.Call]) -> None:
+        for call in calls:
+            self._processor.on_end(call_span(call, self._resource, self._scope))
 
     def close(self, timeout_s: float) -> None:
         """Nothing held here: the tracer provider's shutdown flushes its processors."""
@@ -94,14 +95,14 @@ class CallRecorder:
             unit="s",
             description="tool call duration, by tool and outcome",
         )
-        self._pending: deque[Finished] = deque(maxlen=MAX_PENDING_CALLS)  # appends are atomic: no lock
+        self._pending: deque[hub.Call] = deque(maxlen=MAX_PENDING_CALLS)  # appends are atomic: no lock
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name="otel-calls", daemon=True)
         self._thread.start()
 
-    def note(self, finished: Finished) -> None:
+    def note(self, call: hub.Call) -> None:
         """On the call's thread: a deque append, nothing more."""
-        self._pending.append(finished)
+        self._pending.append(call)
 
     def sampled(self, trace_id: int) -> bool:
         """Whether the sampler keeps the call span of `trace_id` (and so its phases)."""
@@ -119,12 +120,12 @@ class CallRecorder:
         self._drain()
 
     def _drain(self) -> None:
-        sampled: list[Finished] = []
+        sampled: list[hub.Call] = []
         recorded = 0
         while self._pending:
-            finished = self._pending.popleft()
-            if self._record(finished):
-                sampled.append(finished)
+            call = self._pending.popleft()
+            if self._record(call):
+                sampled.append(call)
             if len(sampled) == MAX_BATCH:
                 self.spans.send(sampled)
                 sampled = []
@@ -134,17 +135,15 @@ class CallRecorder:
         if sampled:
             self.spans.send(sampled)
 
-    def _record(self, finished: Finished) -> bool:
+    def _record(self, call: hub.Call) -> bool:
         """Counts the call; whether its span is kept."""
-        call = finished.call
         outcome = "error" if call.error_type else "ok"
         self._calls.add(call.tool, outcome)
         if call.error_type:
             self._errors.add(call.tool, call.error_type)
-        self._duration.record(
-            (finished.ended_ns - call.started_ns) / 1e9, {TOOL: call.tool, OUTCOME: outcome}
-        )
-        return self.sampled(finished.trace_id)
+        self._duration.record((call.ended_ns - call.started_ns) / 1e9, {TOOL: call.tool, OUTCOME: outcome})
+        draw_ids(call)
+        return self.sampled(call.trace_id)
 
 
 class Tally:

@@ -31,8 +31,9 @@ from typing import IO, Any
 
 import msgpack
 
+from compilation_bridge.observability import hub
 from compilation_bridge.observability.otel_recorder import CallSpans
-from compilation_bridge.observability.otel_spans import Finished, call_span, from_record, to_record
+from compilation_bridge.observability.otel_spans import call_span, from_record, to_record
 
 log = logging.getLogger("compilation_bridge.observability")
 
@@ -53,10 +54,10 @@ class ShippedSpans:
         self.process: subprocess.Popen[bytes] | None = None  # once started
         self.failed = False
 
-    def send(self, calls: list[Finished]) -> None:
+    def send(self, calls: list[hub.Call]) -> None:
         if not self.failed:
             try:
-                self._write(msgpack.packb([to_record(finished) for finished in calls]))
+                self._write(msgpack.packb([to_record(call) for call in calls]))
                 return
             except Exception as exc:
                 self._give_up(exc)

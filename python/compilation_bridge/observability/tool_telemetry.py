@@ -13,11 +13,8 @@ Compile phases have no name there, so they are not sent.
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from types import TracebackType
 from typing import Any
 
 from compilation_bridge.observability.hub import Call
@@ -29,7 +26,8 @@ START, STOP, EXCEPTION = "tool.execution.start", "tool.execution.stop", "tool.ex
 
 
 class ToolTelemetry:
-    """The hub's observer that feeds the telemetry stream."""
+    """The hub's observer that feeds the telemetry stream: a call queues its start event when it starts
+    and its end event when it ends, each a `ToolEvent` (the call and a time)."""
 
     def __init__(self, stream: TelemetryStream) -> None:
         self.stream = stream
@@ -38,34 +36,20 @@ class ToolTelemetry:
         # With telemetry off, or no room (no stream has been open for a while), a call costs this check.
         return not self.stream.turns_away(2)
 
-    def call(self, call: Call) -> AbstractContextManager[Any]:
-        return ToolSpan(self.stream, call)
+    def started(self, call: Call) -> str:
+        correlation = call.correlation_id
+        # Snakepit sends one with every call; a request without one gets a uuid4, as in the reference.
+        if correlation in NO_CORRELATION:
+            correlation = uuid.uuid4().hex
+        self.stream.put(ToolEvent(START, call, call.started_ns, correlation))
+        return correlation
+
+    def ended(self, call: Call, started: object) -> None:
+        name = STOP if call.error_type is None else EXCEPTION
+        self.stream.put(ToolEvent(name, call, call.ended_ns, str(started)))
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
         """Not sent: Elixir's catalog has no name for compile phases."""
-
-
-class ToolSpan:
-    """One call's events: the start queued when entered, the stop or the exception when left."""
-
-    __slots__ = ("_call", "_correlation", "_stream")
-
-    def __init__(self, stream: TelemetryStream, call: Call) -> None:
-        self._stream = stream
-        self._call = call
-        correlation = call.correlation_id
-        # Snakepit sends one with every call; a request without one gets a uuid4, as in the reference.
-        self._correlation = uuid.uuid4().hex if correlation in NO_CORRELATION else correlation
-
-    def __enter__(self) -> ToolSpan:
-        self._stream.put(ToolEvent(START, self._call, self._call.started_ns, self._correlation))
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        name = STOP if self._call.error_type is None else EXCEPTION
-        self._stream.put(ToolEvent(name, self._call, time.time_ns(), self._correlation))
 
 
 class ToolEvent:

@@ -13,7 +13,8 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import grpc
@@ -200,6 +201,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
             return self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
         try:
             payload = self._payload(request)
+            _described(payload)
             share = _share(payload, request.session_id)
             self._admission.enter_session(share)
             try:
@@ -278,6 +280,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         count = 0
         try:
             payload = self._payload(request)
+            _described(payload)
             share = _share(payload, request.session_id)
             self._admission.enter_session(share)
             try:
@@ -314,29 +317,39 @@ def _error_json(reply: Reply) -> str:
     return jsonio.dumps(reply.error).decode()
 
 
-# Only the keys that name what a call does are decoded for observers: they are small, and decoding the
-# arguments again would cost every observed call.
+def _observed_call(request: pb.ExecuteToolRequest, streaming: bool) -> hub.Call:
+    # What the call does is named once its request is decoded (_described); until then, and for a call
+    # refused before that, the call can find it in the request's parameters.
+    return hub.Call(
+        request.tool_name[: hub.MAX_NAME_CHARS],
+        None,
+        request.session_id[: hub.MAX_NAME_CHARS],
+        correlation_id.get(),
+        streaming=streaming,
+        describe=partial(_operation_in, request.parameters),
+    )
+
+
+def _described(payload: dict[str, Any]) -> None:
+    """Names what the observed call on this thread, if any, does, from its decoded request."""
+    call = hub.current()
+    if call is not None:
+        call.described(hub.operation_of(payload))
+
+
+# The keys that name what a call does: only these are decoded from a request that was not.
 _OPERATION_KEYS = ("call_type", "python_module", "module_path", "class", "function", "attr")
 
 
-def _observed_call(request: pb.ExecuteToolRequest, streaming: bool) -> hub.Call:
+def _operation_in(parameters: Mapping[str, Any]) -> str:
     named: dict[str, Any] = {}
-    parameters = request.parameters
     for key in _OPERATION_KEYS:
         if key in parameters:
-            # try, not contextlib.suppress: this runs on every observed call, and suppress's context
-            # manager cost about as much as the decoding (4 us of 8 per call)
             try:  # noqa: SIM105
                 named[key] = jsonio.loads(parameters[key].value)
             except ValueError:
-                pass  # the call itself will say what is wrong with it
-    return hub.Call(
-        tool=request.tool_name[: hub.MAX_NAME_CHARS],
-        operation=hub.operation_of(named),
-        session_id=request.session_id[: hub.MAX_NAME_CHARS],
-        correlation_id=correlation_id.get(),
-        streaming=streaming,
-    )
+                pass  # the call itself says what is wrong with it
+    return hub.operation_of(named)
 
 
 def _error_of(error_message: str) -> tuple[str, str]:
