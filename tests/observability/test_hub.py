@@ -190,3 +190,23 @@ def test_operation_names_are_short_and_never_fail() -> None:
     attribute = {"call_type": "get_attr", "python_module": "m", "attr": "mode"}
     assert hub.operation_of(attribute) == "get_attr:m.mode"
     assert len(hub.operation_of({"function": "x" * 10_000})) == hub.MAX_NAME_CHARS
+
+
+def test_a_call_is_described_once_and_lets_what_described_it_go() -> None:
+    asked: list[str] = []
+
+    def describe() -> str:
+        asked.append("asked")
+        return "class:FromRequest.__init__"
+
+    told = hub.Call("snakebridge.call", describe=describe)
+    told.described("method:FromPayload.compute_hash")
+    told.described("method:Later.ignored")  # what a call was told first stands
+    told.settle()
+    assert told.operation == "method:FromPayload.compute_hash" and asked == []
+
+    refused = hub.Call("snakebridge.call", describe=describe)
+    refused.settle()  # never described: its request is read now, once
+    assert refused.operation == "class:FromRequest.__init__" and asked == ["asked"]
+    assert refused._describe is None
+    assert hub.Call("snakebridge.call").operation == "-"  # nothing to describe it with

@@ -81,9 +81,11 @@ class Call:
         return operation
 
     def described(self, operation: str) -> None:
-        """What the call does, known now: `describe`, and the request it may hold, are let go."""
-        self._operation = operation
-        self._describe = None
+        """What the call does, known now: `describe`, and the request it may hold, are let go. A call
+        described already (or settled at its end) keeps what it was told first."""
+        if self._describe is not None:
+            self._operation = operation
+            self._describe = None
 
     def settle(self) -> None:
         """At the call's end: a call that was never `described` (refused before its request was decoded)
@@ -191,7 +193,8 @@ class Observed:
                 observer.ended(call, started)
             except Exception:
                 log.warning("observer %s failed to end a call", type(observer).__name__, exc_info=True)
-        try:
+        # try, not contextlib.suppress: this runs on every observed call
+        try:  # noqa: SIM105
             _current.reset(self._token)
         except ValueError:
             pass  # a streamed call's generator finalized in another context: nothing to restore there
