@@ -1,10 +1,13 @@
 """The observers of the worker's calls and compile phases.
 
 A transport asks `watchers()` who wants a tool call and, when anyone does, wraps the call in
-`observed(call, watchers)`; compile work reports its phases through `compile_event(event)` (the events
-of `compile.progress`). Each observer turns them into what it serves: Snakepit's telemetry events,
-OpenTelemetry spans and metrics. An observer that fails is logged and never fails the call it watches.
-A call no observer wants (none registered, or the telemetry stream off or full) builds nothing.
+`observed(call, watchers)`, which tells each of them of its start and end and makes it the `current()`
+call of the context serving it (where the transport names its operation, once the request is decoded,
+and OpenTelemetry finds the parent of a compile phase); compile work reports its phases through
+`compile_event(event)` (the events of `compile.progress`). Each observer turns them into what it
+serves: Snakepit's telemetry events, OpenTelemetry spans and metrics. An observer that fails is logged
+and never fails the call it watches. A call no observer wants (none registered, or the telemetry stream
+off or full) builds nothing.
 """
 
 from __future__ import annotations
