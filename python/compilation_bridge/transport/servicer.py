@@ -9,6 +9,7 @@ own bounded set of threads.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -345,10 +346,8 @@ def _operation_in(parameters: Mapping[str, Any]) -> str:
     named: dict[str, Any] = {}
     for key in _OPERATION_KEYS:
         if key in parameters:
-            try:  # noqa: SIM105
+            with contextlib.suppress(ValueError):  # the call itself says what is wrong with it
                 named[key] = jsonio.loads(parameters[key].value)
-            except ValueError:
-                pass  # the call itself says what is wrong with it
     return hub.operation_of(named)
 
 
