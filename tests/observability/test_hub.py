@@ -4,7 +4,9 @@ compile progress event; a failing observer never fails the call; with none, noth
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import grpc
@@ -29,10 +31,10 @@ class Recorder:
 
     def started(self, call: hub.Call) -> object:
         self.calls.append(("start", call))
-        return len(self.calls)
+        return ("started", call)
 
     def ended(self, call: hub.Call, started: object) -> None:
-        assert started == self.calls.index(("start", call)) + 1  # what `started` returned comes back
+        assert started == ("started", call)  # what `started` returned comes back
         self.calls.append(("end", call))
 
     def compile_event(self, event: Mapping[str, Any]) -> None:
@@ -128,6 +130,34 @@ def test_a_call_is_named_from_its_decoded_request_not_decoded_again(
     assert start is end and end.operation == "class:CompilationConfig.__init__"
     assert decoded_again == [] and end._describe is None
     assert end.started_ns <= end.ended_ns
+
+
+def test_concurrent_calls_are_each_named_by_their_own_request(
+    session: SnakeBridgeSession, recorder: Recorder
+) -> None:
+    # The transport names a call through the hub's current call: each call's context must hold its own.
+    def construct(worker_session: str) -> None:
+        own = SnakeBridgeSession(session.stub, worker_session, f"S-{worker_session}")  # a share each
+        for _ in range(10):
+            own.call_class("vllm.config", "CompilationConfig", mode=2)
+
+    def hash_(worker_session: str) -> None:
+        own = SnakeBridgeSession(session.stub, worker_session, f"S-{worker_session}")  # a share each
+        ref = own.call_class("vllm.config", "CompilationConfig", mode=2)
+        for _ in range(10):
+            own.call_method(ref, "compute_hash")
+
+    with ThreadPoolExecutor(6) as pool:
+        runs = [pool.submit(construct, f"construct-{n}") for n in range(3)]
+        runs += [pool.submit(hash_, f"hash-{n}") for n in range(3)]
+        for run in runs:
+            run.result(timeout=60)
+    seen = Counter((call.session_id, call.operation) for kind, call in recorder.calls if kind == "end")
+    construct_op, hash_op = "class:CompilationConfig.__init__", "method:vllm.config.compute_hash"
+    expected = {(f"construct-{n}", construct_op): 10 for n in range(3)}
+    expected |= {(f"hash-{n}", construct_op): 1 for n in range(3)}
+    expected |= {(f"hash-{n}", hash_op): 10 for n in range(3)}
+    assert seen == expected
 
 
 def test_a_broken_observer_is_logged_and_the_call_still_answers(
