@@ -202,7 +202,6 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
             return self.dispatcher.error_reply(busy, request.tool_name, None, request.session_id)
         try:
             payload = self._payload(request)
-            _described(payload)
             share = _share(payload, request.session_id)
             self._admission.enter_session(share)
             try:
@@ -228,6 +227,7 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         if request.binary_parameters:
             for key, data in request.binary_parameters.items():
                 payload[key] = bytes(data)  # raw bytes override a JSON parameter (docs/wire.md#executetool)
+        _described(payload)  # where the request is decoded, an observed call is named
         return payload
 
     def _tool_response(
@@ -281,7 +281,6 @@ class BridgeServicer(pb_grpc.BridgeServiceServicer):
         count = 0
         try:
             payload = self._payload(request)
-            _described(payload)
             share = _share(payload, request.session_id)
             self._admission.enter_session(share)
             try:
