@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from compilation_bridge.observability import hub
-from compilation_bridge.observability.telemetry_stream import TelemetryStream
+from compilation_bridge.observability.telemetry_stream import TelemetryEvent, TelemetryStream
 from compilation_bridge.observability.tool_telemetry import ToolTelemetry
 from compilation_bridge.testing.session import SnakeBridgeSession
 from compilation_bridge.testing.telemetry_client import (
@@ -27,10 +27,12 @@ from compilation_bridge.testing.telemetry_client import (
     toggle,
 )
 from compilation_bridge.testing.worker_process import WorkerProcess
+from compilation_bridge.transport import telemetry
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.options import ServeOptions
 from compilation_bridge.transport.server import RunningServer, build_server
+from compilation_bridge.transport.telemetry import message_of, stream_events
 
 RECORDING = json.loads((Path(__file__).parent / "recordings" / "snakepit_telemetry.json").read_text())
 PHASES = {phase["phase"]: phase for phase in RECORDING["phases"]}
@@ -364,3 +366,46 @@ def test_events_put_back_go_first_and_what_finds_no_room_is_counted() -> None:
     kept = [event.correlation_id for event in stream.take_batch(0.0)]
     assert kept == ["c0", "c1", "c2", "c0"]  # the unsent first, then what came meanwhile, less the newest
     assert stream.dropped == 1
+
+
+class _OpenCall:
+    """Stands in for gRPC's servicer context of an open StreamTelemetry call."""
+
+    def is_active(self) -> bool:
+        return True
+
+    def add_callback(self, callback: object) -> bool:
+        return True
+
+
+def test_a_stream_that_grpc_lets_go_mid_batch_puts_back_what_it_did_not_send() -> None:
+    """gRPC stops taking messages once the call has ended and lets the generator go (closes it): the
+    message it was handed last, and the rest of the batch, go back first in line for the next stream."""
+    stream = TelemetryStream(max_events=8)
+    _queued(stream, 4)
+    messages = stream_events(stream, iter(()), _OpenCall())  # type: ignore[arg-type]
+    first, second = next(messages), next(messages)
+    assert [first.correlation_id, second.correlation_id] == ["c0", "c1"]
+    messages.close()  # as gRPC's server does when the send of "c1" found the call ended
+    assert [event.correlation_id for event in stream.take_batch(0.0)] == ["c1", "c2", "c3"]
+
+
+def test_messages_sharing_a_template_are_each_their_own_and_the_templates_are_bounded() -> None:
+    stop = TelemetryEvent("tool.execution.stop", {"duration": 7}, {"tool": "t", "operation": "o"}, "c1", 5)
+    other = stop._replace(measurements={"duration": 8, "queue": 1.5}, correlation_id="c2", timestamp_ns=6)
+    first, second = message_of(stop), message_of(other)
+    assert first == pb.TelemetryEvent(
+        event_parts=["tool", "execution", "stop"],
+        metadata={"tool": "t", "operation": "o"},
+        measurements={"duration": pb.TelemetryValue(int_value=7)},
+        timestamp_ns=5,
+        correlation_id="c1",
+    )
+    assert dict(second.measurements) == {
+        "duration": pb.TelemetryValue(int_value=8),
+        "queue": pb.TelemetryValue(float_value=1.5),
+    }
+    assert (second.correlation_id, second.timestamp_ns) == ("c2", 6)
+    for n in range(telemetry.MAX_TEMPLATES + 10):  # callers choose tool and operation names
+        message_of(stop._replace(metadata={"tool": f"t{n}"}))
+    assert len(telemetry._templates) <= telemetry.MAX_TEMPLATES

@@ -22,8 +22,7 @@ import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from compilation_bridge.observability.telemetry_controls import TelemetryControls
 
@@ -33,8 +32,7 @@ BATCH_S = 0.05  # how long a stream collects events before sending them
 Measurement = int | float | str
 
 
-@dataclass(frozen=True, slots=True)
-class TelemetryEvent:
+class TelemetryEvent(NamedTuple):  # a tuple: the stream's thread builds one per event sent
     name: str  # dotted, e.g. "tool.execution.stop"; the wire splits it into event_parts
     measurements: Mapping[str, Measurement]
     metadata: Mapping[str, str]

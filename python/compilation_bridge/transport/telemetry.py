@@ -6,13 +6,18 @@ own thread sends events, a batch at a time (`TelemetryStream.take_batch`). A cal
 went away, or its deadline passed, as it does for Snakepit 0.13 five seconds after opening) wakes the
 stream, which returns at once; the events it took but could not send go back to the queue for the next
 stream.
+
+Every event sent is one gRPC message, and the stream's thread builds each while calls wait for the
+interpreter (docs/performance.md, Observers on vs off): a message starts as a copy of a template per
+event name and metadata, which a tool's events share call after call, and gets only its own time,
+correlation id and measurements set.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import grpc
 
@@ -36,10 +41,11 @@ def stream_events(
         while context.is_active():
             batch = stream.take_batch(BATCH_S)
             for sent, event in enumerate(batch):
-                if not context.is_active():
-                    stream.put_back(batch[sent:])
-                    return
-                yield message_of(event)
+                try:
+                    yield message_of(event)
+                except GeneratorExit:  # gRPC found the call ended, sent no more and let the stream go
+                    stream.put_back(batch[sent:])  # whether the last one left is unknown: it goes again
+                    raise
 
 
 def _apply_controls(controls: Iterator[pb.TelemetryControl], into: TelemetryControls) -> None:
@@ -63,15 +69,17 @@ def apply_control(control: pb.TelemetryControl, into: TelemetryControls) -> None
         into.filter(control.filter.allow, control.filter.deny)
 
 
+MAX_TEMPLATES = 256  # event name and metadata pairs kept (callers choose tool and operation names)
+_templates: dict[tuple[str, tuple[tuple[str, str], ...]], pb.TelemetryEvent] = {}
+
+
 def message_of(event: TelemetryEvent) -> pb.TelemetryEvent:
     """The wire form, as Snakepit's Python side builds it: a bool measurement is an integer, an int an
     `int_value`, a float a `float_value`, anything else its `str` as `string_value`."""
-    message = pb.TelemetryEvent(
-        event_parts=event.name.split("."),
-        metadata=event.metadata,
-        timestamp_ns=event.timestamp_ns,
-        correlation_id=event.correlation_id,
-    )
+    message = pb.TelemetryEvent()
+    message.CopyFrom(_template(event.name, event.metadata))
+    message.timestamp_ns = event.timestamp_ns
+    message.correlation_id = event.correlation_id
     for key, value in event.measurements.items():
         field = message.measurements[key]
         if isinstance(value, bool | int):
@@ -81,3 +89,15 @@ def message_of(event: TelemetryEvent) -> pb.TelemetryEvent:
         else:
             field.string_value = str(value)
     return message
+
+
+def _template(name: str, metadata: Mapping[str, str]) -> pb.TelemetryEvent:
+    """The message's parts that events of one name and metadata share. Only the open streams' threads
+    (two at most) ask; each dict operation is atomic, and a template is never changed once made."""
+    key = (name, tuple(metadata.items()))
+    template = _templates.get(key)
+    if template is None:
+        if len(_templates) >= MAX_TEMPLATES:
+            _templates.clear()  # a flood of distinct names costs what building every message did
+        template = _templates[key] = pb.TelemetryEvent(event_parts=name.split("."), metadata=metadata)
+    return template
