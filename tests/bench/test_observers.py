@@ -41,3 +41,12 @@ def test_each_observer_alone_is_on_by_itself(capsys: pytest.CaptureFixture[str])
 def test_a_sidecar_that_says_nothing_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="did not start"):
         Sidecar("compilation_bridge.bench.no_such_module")
+
+
+def test_the_grpc_floor_is_measured_on_a_bare_servicer_sending_events(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cpu_us = observers.grpc_message_cpu_us(messages=300)
+    assert cpu_us > 0  # sending takes some CPU; how much is a figure, not asserted
+    observers.report_floor(cpu_us)
+    assert "us of CPU a message" in capsys.readouterr().out

@@ -1,7 +1,9 @@
-"""The RPC benchmark's baseline: a bare grpcio BridgeService that answers every call with a constant.
+"""The benchmarks' baseline: a bare grpcio BridgeService that answers every call with a constant.
 
 It runs in its own process, started with the environment Snakepit gives a worker, so that the ratio
-against our worker is what our decoding, dispatch, config work and encoding add.
+against our worker is what our decoding, dispatch, config work and encoding add. Its StreamTelemetry
+sends one constant event after another for as long as the call lasts, reading the controls on a thread
+of its own as the worker must: what gRPC itself costs a telemetry message (`observers`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,6 +40,26 @@ class BareServicer(pb_grpc.BridgeServiceServicer):
         response.result.type_url = "type.googleapis.com/snakepit.string"
         response.result.value = b'"ok"'
         return response
+
+    def StreamTelemetry(self, request_iterator: Iterator[Any], context: Any) -> Iterator[Any]:
+        threading.Thread(target=_drain, args=(request_iterator,), daemon=True).start()
+        event = pb.TelemetryEvent(
+            event_parts=["tool", "execution", "stop"],
+            metadata={"tool": "snakebridge.call", "operation": "method:CompilationConfig.compute_hash"},
+            timestamp_ns=1,
+            correlation_id="0123456789abcdef0123456789abcdef",
+        )
+        event.measurements["duration"].int_value = 123_456
+        while context.is_active():
+            yield event
+
+
+def _drain(controls: Iterator[Any]) -> None:
+    try:
+        for _ in controls:
+            pass
+    except grpc.RpcError:
+        pass  # the call ended
 
 
 def serve_bare(ready_file: str) -> None:

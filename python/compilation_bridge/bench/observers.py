@@ -9,23 +9,29 @@ and enabled as Snakepit does on every worker. The collector and the stream's rea
 of their own (`sidecar`), as they do in production, not in the one making the calls. "Off" has both off,
 so no observer watches a call and nothing is built for one. `alone` then measures each observer on by
 itself against off, each in a run of its own, so that the figure shows which observer its cost comes
-from. Prints figures; asserts nothing. Needs the `otel` extra (the collector decodes OTLP).
+from, and `grpc_message_cpu_us` what gRPC itself costs each message the stream sends, in a bare servicer
+(the floor under the stream's cost). Prints figures; asserts nothing. Needs the `otel` extra (the
+collector decodes OTLP).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import threading
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from compilation_bridge.bench import stream_reader, workload
+from compilation_bridge.bench.bare import BareProcess
 from compilation_bridge.bench.sidecar import Sidecar
 from compilation_bridge.bench.stats import summary
 from compilation_bridge.settings import OTEL_CONSOLE_ENV, OTEL_ENDPOINT_ENV
 from compilation_bridge.testing.session import SnakeBridgeSession
 from compilation_bridge.testing.worker_process import WorkerProcess
+from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 
 TARGET_P50_RATIO = 1.03
 SIDES = ("on", "off")
@@ -65,7 +71,11 @@ def _workload(session: SnakeBridgeSession, worker: WorkerProcess) -> list[float]
 
 def _cpu_s(worker: WorkerProcess) -> float:
     """The worker's CPU time so far, all threads (Linux /proc), in seconds."""
-    with open(f"/proc/{worker.process.pid}/stat") as stat:
+    return _process_cpu_s(worker.process.pid)
+
+
+def _process_cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
@@ -124,6 +134,32 @@ def measure(iterations: int, warmup: int, on: Collection[str] = tuple(OBSERVERS)
     return result
 
 
+def grpc_message_cpu_us(messages: int = 20_000) -> float:
+    """What gRPC itself costs a telemetry message: the CPU, all threads, of a bare servicer
+    (`bare.BareServicer`) sending `messages` constant events on StreamTelemetry, in microseconds a
+    message. The worker sends two a call; this is the floor under what the stream costs it."""
+    server = BareProcess()
+    controls_open = threading.Event()
+    try:
+        events = server.stub.StreamTelemetry(_controls(controls_open), timeout=600)
+        next(events)  # the stream is up: what follows is sending alone
+        started = _process_cpu_s(server.process.pid)
+        for _ in itertools.islice(events, messages):
+            pass
+        spent = _process_cpu_s(server.process.pid) - started
+        events.cancel()
+    finally:
+        controls_open.set()
+        server.stop()
+    return spent / messages * 1e6
+
+
+def _controls(until: threading.Event) -> Iterator[pb.TelemetryControl]:
+    """Snakepit's opening toggle, then a request stream left open, as Snakepit leaves it."""
+    yield pb.TelemetryControl(toggle=pb.TelemetryToggle(enabled=True))
+    until.wait()
+
+
 def alone(iterations: int, warmup: int) -> dict[str, dict[str, Any]]:
     """Each observer on by itself against none, a run each."""
     return {name: measure(iterations, warmup, on=(name,)) for name in OBSERVERS}
@@ -147,6 +183,13 @@ def report(result: dict[str, Any]) -> None:
     print(
         f"delivered while on: {result['spans_exported']} spans to the loopback OTLP collector, "
         f"{result['telemetry_events']} events on the telemetry stream"
+    )
+
+
+def report_floor(cpu_us: float) -> None:
+    print(
+        f"gRPC itself, a bare servicer sending telemetry events: {cpu_us:.0f}us of CPU a message "
+        f"({2 * cpu_us:.0f}us a call at two events)"
     )
 
 

@@ -105,6 +105,9 @@ def _observers(args: argparse.Namespace) -> dict[str, Any]:
     figures["alone"] = observers.alone(iterations=args.iterations, warmup=args.warmup)
     if not args.json:
         observers.report_alone(figures["alone"])
+    figures["grpc_message_cpu_us"] = observers.grpc_message_cpu_us()
+    if not args.json:
+        observers.report_floor(figures["grpc_message_cpu_us"])
     return figures
 
 
