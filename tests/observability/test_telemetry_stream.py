@@ -6,6 +6,7 @@ while no stream is open, and a stream that ends leaves nothing running."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -409,3 +410,39 @@ def test_messages_sharing_a_template_are_each_their_own_and_the_templates_are_bo
     for n in range(telemetry.MAX_TEMPLATES + 10):  # callers choose tool and operation names
         message_of(stop._replace(metadata={"tool": f"t{n}"}))
     assert len(telemetry._templates) <= telemetry.MAX_TEMPLATES
+
+
+def test_events_queued_by_many_threads_while_a_stream_takes_are_each_taken_once_in_order() -> None:
+    """Queueing takes no lock: a taker running meanwhile must neither lose an event nor take one
+    twice, and each thread's events come out in the order it queued them."""
+    stream = TelemetryStream(max_events=100_000)
+    threads, per_thread = 4, 3000
+    taken: list[TelemetryEvent] = []
+    done = threading.Event()
+
+    def take() -> None:
+        while not done.is_set() or len(stream):
+            taken.extend(stream.take_batch(0.0))
+
+    def queue(thread: int) -> None:
+        for n in range(per_thread):
+            stream.emit("tool.execution.stop", {"duration": n}, {"tool": "t"}, f"{thread}")
+
+    switch_s = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch between any two steps, not every 5 ms
+    try:
+        taker = threading.Thread(target=take)
+        taker.start()
+        queuers = [threading.Thread(target=queue, args=(t,)) for t in range(threads)]
+        for thread in queuers:
+            thread.start()
+        for thread in queuers:
+            thread.join()
+        done.set()
+        taker.join(60.0)
+    finally:
+        sys.setswitchinterval(switch_s)
+    for thread in range(threads):
+        mine = [event.measurements["duration"] for event in taken if event.correlation_id == f"{thread}"]
+        assert mine == list(range(per_thread))
+    assert len(taken) == threads * per_thread and stream.dropped == 0
