@@ -136,13 +136,16 @@ def test_concurrent_calls_are_each_named_by_their_own_request(
     session: SnakeBridgeSession, recorder: Recorder
 ) -> None:
     # The transport names a call through the hub's current call: each call's context must hold its own.
+    def own_session(worker_session: str) -> SnakeBridgeSession:
+        return SnakeBridgeSession(session.stub, worker_session, f"S-{worker_session}")  # a share each
+
     def construct(worker_session: str) -> None:
-        own = SnakeBridgeSession(session.stub, worker_session, f"S-{worker_session}")  # a share each
+        own = own_session(worker_session)
         for _ in range(10):
             own.call_class("vllm.config", "CompilationConfig", mode=2)
 
     def hash_(worker_session: str) -> None:
-        own = SnakeBridgeSession(session.stub, worker_session, f"S-{worker_session}")  # a share each
+        own = own_session(worker_session)
         ref = own.call_class("vllm.config", "CompilationConfig", mode=2)
         for _ in range(10):
             own.call_method(ref, "compute_hash")

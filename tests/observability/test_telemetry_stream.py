@@ -413,8 +413,8 @@ def test_messages_sharing_a_template_are_each_their_own_and_the_templates_are_bo
 
 
 def test_events_queued_by_many_threads_while_a_stream_takes_are_each_taken_once_in_order() -> None:
-    """Queueing takes no lock: a taker running meanwhile must neither lose an event nor take one
-    twice, and each thread's events come out in the order it queued them."""
+    """A stream takes while threads queue: no event is lost or taken twice, and each thread's events
+    come out in the order it queued them."""
     stream = TelemetryStream(max_events=100_000)
     threads, per_thread = 4, 3000
     taken: list[TelemetryEvent] = []

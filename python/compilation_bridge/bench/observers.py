@@ -30,6 +30,7 @@ from compilation_bridge.bench.sidecar import Sidecar
 from compilation_bridge.bench.stats import summary
 from compilation_bridge.settings import OTEL_CONSOLE_ENV, OTEL_ENDPOINT_ENV
 from compilation_bridge.testing.session import SnakeBridgeSession
+from compilation_bridge.testing.telemetry_client import toggle
 from compilation_bridge.testing.worker_process import WorkerProcess
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 
@@ -69,12 +70,8 @@ def _workload(session: SnakeBridgeSession, worker: WorkerProcess) -> list[float]
     return timings
 
 
-def _cpu_s(worker: WorkerProcess) -> float:
-    """The worker's CPU time so far, all threads (Linux /proc), in seconds."""
-    return _process_cpu_s(worker.process.pid)
-
-
-def _process_cpu_s(pid: int) -> float:
+def _cpu_s(pid: int) -> float:
+    """A process's CPU time so far, all threads (Linux /proc), in seconds."""
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
@@ -92,12 +89,12 @@ def _sample(
     cpu: dict[str, float] = {}
     for n in range(warmup + iterations):
         if n == warmup:
-            cpu = {side: _cpu_s(workers[side]) for side in SIDES}
+            cpu = {side: _cpu_s(workers[side].process.pid) for side in SIDES}
         for side in SIDES if n % 2 else reversed(SIDES):
             timings = _workload(sessions[side], workers[side])
             if n >= warmup:
                 samples[side] += timings
-    return samples, {side: _cpu_s(workers[side]) - cpu[side] for side in SIDES}
+    return samples, {side: _cpu_s(workers[side].process.pid) - cpu[side] for side in SIDES}
 
 
 def measure(iterations: int, warmup: int, on: Collection[str] = tuple(OBSERVERS)) -> dict[str, Any]:
@@ -143,10 +140,10 @@ def grpc_message_cpu_us(messages: int = 20_000) -> float:
     try:
         events = server.stub.StreamTelemetry(_controls(controls_open), timeout=600)
         next(events)  # the stream is up: what follows is sending alone
-        started = _process_cpu_s(server.process.pid)
+        started = _cpu_s(server.process.pid)
         for _ in itertools.islice(events, messages):
             pass
-        spent = _process_cpu_s(server.process.pid) - started
+        spent = _cpu_s(server.process.pid) - started
         events.cancel()
     finally:
         controls_open.set()
@@ -156,7 +153,7 @@ def grpc_message_cpu_us(messages: int = 20_000) -> float:
 
 def _controls(until: threading.Event) -> Iterator[pb.TelemetryControl]:
     """Snakepit's opening toggle, then a request stream left open, as Snakepit leaves it."""
-    yield pb.TelemetryControl(toggle=pb.TelemetryToggle(enabled=True))
+    yield toggle(True)
     until.wait()
 
 
