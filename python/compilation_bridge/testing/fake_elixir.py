@@ -19,7 +19,11 @@ class ElixirBridgeServer(pb_grpc.BridgeServiceServicer):
     def __init__(self) -> None:
         self.sessions: list[str] = []  # every InitializeSession, in order: a test can see repeats
         self.heartbeats: list[str] = []  # the session id of every Heartbeat
-        self.server = grpc.server(ThreadPoolExecutor(max_workers=4, thread_name_prefix="fake-elixir"))
+        # Without SO_REUSEPORT (grpc's default sets it): no other server can share this port unnoticed.
+        self.server = grpc.server(
+            ThreadPoolExecutor(max_workers=4, thread_name_prefix="fake-elixir"),
+            options=[("grpc.so_reuseport", 0)],
+        )
         pb_grpc.add_BridgeServiceServicer_to_server(self, self.server)
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()

@@ -18,6 +18,7 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -51,6 +52,8 @@ DRAIN_S = 2.0  # at SIGTERM, how long calls in flight may take to finish before 
 SPARE_THREADS = 8
 # What grpc binds for "localhost" (both, when the host has IPv6).
 LOOPBACK_ADDRESSES = ("127.0.0.1", "::1")
+# New servers tried when the port the kernel picked on one loopback address is another's on the next.
+BIND_ATTEMPTS = 8
 
 
 @dataclass
@@ -84,34 +87,60 @@ def build_server(
     # pool holds all those caps plus the spare threads, so the control path never waits for a thread.
     reflection_streams = options.max_reflection_streams if options.reflection else 0
     threads = options.max_concurrent_calls + MAX_TELEMETRY_STREAMS + reflection_streams + SPARE_THREADS
-    server = grpc.server(
-        ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bridge"),
-        # Every RPC (health and reflection included) answers only the worker's own user (peers.py);
-        # then each tool call's log lines carry its correlation id (correlation.py).
-        interceptors=[*peer_interceptors(options.host), CorrelationInterceptor()],
-        options=[
-            ("grpc.max_receive_message_length", transport_limit),
-            ("grpc.max_send_message_length", response_limit),
-            ("grpc.so_reuseport", 0),
-        ],
-    )
-    pb_grpc.add_BridgeServiceServicer_to_server(servicer, server)
-    _add_health(server)
-    if options.reflection:
-        add_reflection(server, SERVICE_NAMES, options.max_reflection_streams, options.stream_idle_s)
-    port = _bind(server, options.host, options.port)
+
+    def new_server() -> grpc.Server:
+        server = grpc.server(
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bridge"),
+            # Every RPC (health and reflection included) answers only the worker's own user (peers.py);
+            # then each tool call's log lines carry its correlation id (correlation.py).
+            interceptors=[*peer_interceptors(options.host), CorrelationInterceptor()],
+            options=[
+                ("grpc.max_receive_message_length", transport_limit),
+                ("grpc.max_send_message_length", response_limit),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        pb_grpc.add_BridgeServiceServicer_to_server(servicer, server)
+        _add_health(server)
+        if options.reflection:
+            add_reflection(server, SERVICE_NAMES, options.max_reflection_streams, options.stream_idle_s)
+        return server
+
+    server, port = _bound_server(new_server, options.host, options.port)
     server.start()
     return RunningServer(server, port, servicer)
 
 
+def _bound_server(new_server: Callable[[], grpc.Server], host: str, port: int) -> tuple[grpc.Server, int]:
+    """A server from `new_server()` bound to `host:port`, and its port. Port 0 on localhost is the kernel's
+    pick on the first loopback address, which another process may hold on the next: then a new server
+    tries again (grpc cannot unbind a port), and the last failure is the error."""
+    attempts = BIND_ATTEMPTS if host == "localhost" and port == 0 else 1
+    for attempt in range(1, attempts + 1):
+        server = new_server()
+        try:
+            return server, _bind(server, host, port)
+        except OSError:
+            server.stop(None)
+            if attempt == attempts:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _bind(server: grpc.Server, host: str, port: int) -> int:
     """Bind `host:port` and return the port; raise OSError naming the address that could not be bound."""
-    if host != "localhost" or port == 0:
+    if host != "localhost":
         return _add_port(server, host, port)
     # grpc serves "localhost:N" on whichever loopback addresses it could bind and only logs the rest:
     # with 127.0.0.1:N taken it would serve on ::1 alone while IPv4 clients reach the other process.
-    # So bind each loopback address this host has, one by one, and fail if any is taken.
-    for address in _loopback_addresses():
+    # So bind each loopback address this host has, one by one, and fail if any is taken; port 0 is
+    # whatever the first one got.
+    addresses = _loopback_addresses()
+    if not addresses:
+        raise OSError("cannot listen on localhost: this host has no loopback address")
+    first, *others = addresses
+    port = _add_port(server, first, port)
+    for address in others:
         _add_port(server, address, port)
     return port
 
