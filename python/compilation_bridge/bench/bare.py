@@ -23,6 +23,7 @@ from compilation_bridge.testing.worker_process import snakepit_env, wait_ready
 from compilation_bridge.transport.generated import snakepit_bridge_pb2 as pb
 from compilation_bridge.transport.generated import snakepit_bridge_pb2_grpc as pb_grpc
 from compilation_bridge.transport.readyfile import write_ready_file
+from compilation_bridge.transport.server import bind_server
 
 
 class BareServicer(pb_grpc.BridgeServiceServicer):
@@ -64,9 +65,14 @@ def _drain(controls: Iterator[Any]) -> None:
 
 def serve_bare(ready_file: str) -> None:
     """Serve the bare servicer on a free loopback port until killed (the child process's body)."""
-    server = grpc.server(ThreadPoolExecutor(max_workers=16))
-    pb_grpc.add_BridgeServiceServicer_to_server(BareServicer(), server)
-    port = server.add_insecure_port("localhost:0")
+
+    def new_server() -> grpc.Server:
+        server = grpc.server(ThreadPoolExecutor(max_workers=16), options=[("grpc.so_reuseport", 0)])
+        pb_grpc.add_BridgeServiceServicer_to_server(BareServicer(), server)
+        return server
+
+    # Bound as the worker binds (every loopback address), so the benchmark's "localhost" reaches it alone.
+    server, port = bind_server(new_server, "localhost", 0)
     server.start()
     write_ready_file(ready_file, port)
     server.wait_for_termination()

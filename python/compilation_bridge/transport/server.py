@@ -106,12 +106,12 @@ def build_server(
             add_reflection(server, SERVICE_NAMES, options.max_reflection_streams, options.stream_idle_s)
         return server
 
-    server, port = _bound_server(new_server, options.host, options.port)
+    server, port = bind_server(new_server, options.host, options.port)
     server.start()
     return RunningServer(server, port, servicer)
 
 
-def _bound_server(new_server: Callable[[], grpc.Server], host: str, port: int) -> tuple[grpc.Server, int]:
+def bind_server(new_server: Callable[[], grpc.Server], host: str, port: int) -> tuple[grpc.Server, int]:
     """A server from `new_server()` bound to `host:port`, and its port. Port 0 on localhost is the kernel's
     pick on the first loopback address, which another process may hold on the next: then a new server
     tries again (grpc cannot unbind a port), and the last failure is the error."""
